@@ -1,0 +1,57 @@
+/**
+ * Composing a delegated child inside the creation transaction: the delegation scope, the persona,
+ * the tool restriction, the structured-output runtime and the descriptor hook. Both transports
+ * call this with the same plain-data spec, so a child is the same thing on either side.
+ */
+import type { SessionEvent, SessionHeader } from '../protocol/session.js'
+import { AgentRuntime, type AgentEnvironment } from './loop.js'
+import { SECTION_ORDER } from './prompt.js'
+import { attachStructuredRuntime, type StructuredCapture } from './structured.js'
+import type { ToolFilter } from './tools.js'
+import type { AgentOptions } from './view.js'
+
+export interface ChildDescriptor {
+  mode: 'one-shot'
+  provider: string
+  label?: string
+}
+
+/** Everything needed to build a child; plain data, so it can cross a thread boundary. */
+export interface ChildSpec {
+  id: string
+  header: SessionHeader
+  options: AgentOptions
+  /** The fork seed (empty for spawn). */
+  seed: SessionEvent[]
+  /** Shadows the deployment persona for this child only. */
+  persona?: string
+  toolFilter?: ToolFilter
+  outputSchema?: object
+  descriptor: ChildDescriptor
+}
+
+export interface ComposedChild {
+  agent: AgentRuntime
+  structured?: StructuredCapture
+}
+
+export const DELEGATION_SCOPE =
+  'You are a delegated subagent working on one task for a parent agent. Your tools and permissions were fixed when you were started and cannot be widened. If an operation is denied or a tool is missing, do not retry it or look for a way around it: finish with what you could do and say plainly which limit stopped you.'
+
+export function composeChild(spec: ChildSpec, env: AgentEnvironment, deploymentPersona?: string): ComposedChild {
+  const agent = new AgentRuntime({ id: spec.id, options: spec.options, header: spec.header, seed: spec.seed }, { ...env, delegated: true })
+  const persona = spec.persona ?? deploymentPersona
+  if (persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: persona })
+  agent.prompt.set({ id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE })
+  if (spec.toolFilter) agent.tools.restrict(spec.toolFilter)
+  const structured = spec.outputSchema ? attachStructuredRuntime(agent, spec.outputSchema) : undefined
+
+  let described = false
+  agent.beforeModelRequest(() => {
+    if (described) return
+    described = true
+    const { mode, provider, label } = spec.descriptor
+    agent.session.append('subagent/descriptor', label === undefined ? { mode, provider } : { mode, provider, label })
+  })
+  return structured ? { agent, structured } : { agent }
+}

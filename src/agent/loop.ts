@@ -1,0 +1,366 @@
+/**
+ * The agent loop (CONTRACT.md §2a). A turn: `turn/start`, the user message, then steps of one
+ * model request each (text deltas streamed as `assistant/chunk`, one `assistant/message`), then
+ * the step's tool calls (concurrent up to the limit, results appended in model order), until the
+ * model stops calling tools, a tool concludes the turn, or the turn is cut short. Every turn ends
+ * with exactly one `turn/end`; failures become its reason, never an exception.
+ */
+import type { ContentBlock, ToolCallBlock } from '../protocol/content.js'
+import type { SessionEvent, SessionHeader, ToolErrorCode, ToolResultData, TurnEndReason, Usage } from '../protocol/session.js'
+import type { FinishReason, StreamChunk } from '../protocol/stream.js'
+import { isContentBlock, isStreamChunk } from '../protocol/validators.js'
+import type { Model, ModelMessage, ModelRequest } from './model.js'
+import type { AgentHooks, ToolResult } from './module.js'
+import { PromptSections } from './prompt.js'
+import { argumentValidator, describeErrors } from './schema.js'
+import { Session } from './session.js'
+import { renderToolValue, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
+import type { Agent, AgentOptions } from './view.js'
+
+export interface AgentEnvironment {
+  models: { get(name: string): Model | undefined }
+  tools: ToolSource
+  hooks: AgentHooks
+  maxParallelToolCalls: number
+  /** A delegated child: it can never ask for approval, so `needsApproval` tools are denied. */
+  delegated: boolean
+  /** Awaited before a turn's first step (the host's agent module loading). */
+  ready?: Promise<unknown>
+}
+
+export interface StepContext {
+  conclude(): void
+}
+
+/** Sees every tool call's final, authoritative result, keyed by its own execution. */
+export type ToolResultObserver = (execution: ToolExecution, result: ToolResult, step: StepContext) => void
+
+export interface AgentInit {
+  id: string
+  options: AgentOptions
+  header: SessionHeader
+  seed?: readonly SessionEvent[]
+}
+
+type StepOutcome = { end: TurnEndReason } | { calls: ToolCallBlock[] }
+
+export class AgentRuntime implements Agent {
+  readonly id: string
+  readonly options: AgentOptions
+  readonly session: Session
+  readonly tools: ToolScope
+  readonly prompt = new PromptSections()
+  readonly #env: AgentEnvironment
+  readonly #queue: Array<{ content: ContentBlock[]; source: { kind: string } }> = []
+  readonly #beforeModelRequest: Array<() => void> = []
+  readonly #observers: ToolResultObserver[] = []
+  readonly #history: ModelMessage[] = []
+  #projected = 0
+  #idle: Promise<void> | undefined
+  #turn: AbortController | undefined
+
+  constructor(init: AgentInit, env: AgentEnvironment) {
+    this.id = init.id
+    this.options = init.options
+    this.session = new Session(init.header, init.seed)
+    this.tools = new ToolScope(env.tools)
+    this.#env = env
+  }
+
+  /** Queues a user message; a turn starts now if the agent is idle. */
+  followup(message: string | ContentBlock[], source: { kind: string } = { kind: 'user' }): void {
+    this.#queue.push({ content: toContent(message), source })
+    this.#idle ??= this.#drain()
+  }
+
+  whenIdle(): Promise<void> {
+    return this.#idle ?? Promise.resolve()
+  }
+
+  /** Ends the running turn `aborted` with this reason and drops queued messages. */
+  cancel(reason: unknown = { kind: 'cancelled' }): void {
+    this.#queue.length = 0
+    this.#turn?.abort(reason)
+  }
+
+  /** Runs before every model request, after the step's hooks are due (e.g. the descriptor). */
+  beforeModelRequest(contribution: () => void): void {
+    this.#beforeModelRequest.push(contribution)
+  }
+
+  observeToolResults(observer: ToolResultObserver): void {
+    this.#observers.push(observer)
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      for (let next = this.#queue.shift(); next; next = this.#queue.shift()) await this.#runTurn(next.content, next.source)
+    } finally {
+      this.#idle = undefined
+    }
+  }
+
+  async #runTurn(content: ContentBlock[], source: { kind: string }): Promise<void> {
+    const controller = new AbortController()
+    this.#turn = controller
+    const { signal } = controller
+    this.session.append('turn/start', {})
+    this.session.append('user/message', { content, source })
+    let reason: TurnEndReason
+    try {
+      reason = await this.#steps(signal)
+    } catch (error) {
+      reason = signal.aborted ? aborted(signal) : { kind: 'error', message: `agent loop failed: ${messageOf(error)}` }
+    }
+    this.#turn = undefined
+    this.session.append('turn/end', { reason })
+  }
+
+  async #steps(signal: AbortSignal): Promise<TurnEndReason> {
+    if (this.#env.ready) await this.#env.ready
+    for (;;) {
+      if (signal.aborted) return aborted(signal)
+      for (const contribution of this.#beforeModelRequest) contribution()
+      const { beforeStep } = this.#env.hooks
+      if (beforeStep) {
+        const verdict = await beforeStep(this)
+        if (signal.aborted) return aborted(signal)
+        if (verdict === 'reject') return { kind: 'blocked', message: 'a beforeStep hook rejected the step' }
+      }
+      const outcome = await this.#modelStep(signal)
+      if ('end' in outcome) return outcome.end
+      const concluded = await this.#runTools(outcome.calls, signal)
+      if (signal.aborted) return aborted(signal)
+      if (concluded) return { kind: 'completed' }
+    }
+  }
+
+  async #modelStep(signal: AbortSignal): Promise<StepOutcome> {
+    const { provider } = this.options
+    if (provider === undefined) {
+      return { end: { kind: 'error', message: 'the agent has no model: set options.provider to a registered model name' } }
+    }
+    const model = this.#env.models.get(provider)
+    if (!model) return { end: { kind: 'error', message: `no model registered under provider "${provider}"` } }
+
+    const request: ModelRequest = { model: this.options.model ?? provider, messages: this.#messages(), signal }
+    const system = this.prompt.render()
+    if (system !== undefined) request.system = system
+    const tools = this.tools.visible()
+    if (tools.length > 0) request.tools = tools.map(toolSchema)
+    if (this.options.maxTokens !== undefined) request.maxTokens = this.options.maxTokens
+
+    let text = ''
+    const calls: ToolCallBlock[] = []
+    let usage: Usage | undefined
+    let finish: FinishReason = 'stop'
+    try {
+      for await (const chunk of untilAbort(model.stream(request), signal)) {
+        if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk: ${JSON.stringify(chunk)?.slice(0, 200)}`)
+        switch (chunk.type) {
+          case 'text-delta':
+            if (chunk.text === '') break
+            text += chunk.text
+            this.session.append('assistant/chunk', { chunk: { type: 'text-delta', text: chunk.text } })
+            break
+          case 'tool-call':
+            calls.push({ type: 'tool-call', id: chunk.id, name: chunk.name, arguments: chunk.arguments })
+            break
+          case 'usage':
+            usage = { inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens }
+            break
+          case 'finish':
+            finish = chunk.reason
+            break
+        }
+      }
+    } catch (error) {
+      if (signal.aborted) return { end: aborted(signal) }
+      return { end: { kind: 'error', message: `model stream failed: ${messageOf(error)}` } }
+    }
+    if (signal.aborted) return { end: aborted(signal) }
+
+    const textBlocks: ContentBlock[] = text ? [{ type: 'text', text }] : []
+    // A cut-off or refused step never runs its calls (their arguments may be incomplete), so its
+    // message keeps only its text.
+    const cut = finish === 'max-tokens' || finish === 'refusal'
+    const content = cut ? textBlocks : [...textBlocks, ...calls]
+    this.session.append('assistant/message', usage ? { content, usage } : { content })
+    if (finish === 'max-tokens') return { end: { kind: 'max-tokens' } }
+    if (finish === 'refusal') return { end: { kind: 'blocked', message: 'the model refused the request' } }
+    if (calls.length === 0) return { end: { kind: 'completed' } }
+    return { calls }
+  }
+
+  /** Runs one step's calls; resolves true when a tool concluded the turn. */
+  async #runTools(calls: ToolCallBlock[], signal: AbortSignal): Promise<boolean> {
+    let concluded = false
+    let closed = false
+    const step: StepContext = { conclude: () => void (concluded = true) }
+    const results: Array<ToolResultData | undefined> = new Array(calls.length)
+    let appended = 0
+    const settle = (index: number, result: ToolResultData) => {
+      if (closed) return
+      results[index] = result
+      for (let next = results[appended]; next; next = results[appended]) {
+        this.session.append('tool/result', next)
+        appended++
+      }
+    }
+    const stopped = abortPromise(signal)
+    const running = new Set<Promise<void>>()
+    const limit = this.#env.maxParallelToolCalls
+    try {
+      for (const [index, call] of calls.entries()) {
+        // An exclusive call (e.g. structured_output) runs alone, so later calls see its effect.
+        const exclusive = this.tools.resolve(call.name)?.concurrencySafe === false
+        while (running.size > 0 && (exclusive || running.size >= limit) && !signal.aborted) {
+          await Promise.race([exclusive ? Promise.all(running) : Promise.race(running), stopped.promise])
+        }
+        if (signal.aborted) break
+        const task = this.#executeCall(call, signal, step).then((result) => settle(index, result))
+        running.add(task)
+        void task.finally(() => running.delete(task))
+        if (exclusive) await Promise.race([task, stopped.promise])
+      }
+      if (!signal.aborted) await Promise.race([Promise.all(running), stopped.promise])
+    } finally {
+      stopped.dispose()
+    }
+    if (signal.aborted) {
+      for (const [index, call] of calls.entries()) {
+        if (!results[index]) settle(index, { callId: call.id, name: call.name, ...errorResult('ABORTED', 'the tool call was cancelled') })
+      }
+      closed = true
+    }
+    return concluded
+  }
+
+  async #executeCall(call: ToolCallBlock, signal: AbortSignal, step: StepContext): Promise<ToolResultData> {
+    const base = { callId: call.id, name: call.name }
+    const denial = this.tools.denial({ name: call.name, callId: call.id })
+    // A guard's denial is final: no hook sees it, so none can turn it back into a success.
+    if (denial !== undefined) return { ...base, ...errorResult('DENIED', denial) }
+
+    const execution: ToolExecution = { agent: this, callId: call.id, signal, concludeTurn: step.conclude }
+    let args: unknown = call.arguments
+    let result: ToolResult
+    const tool = this.tools.resolve(call.name)
+    if (!tool) {
+      result = errorResult('UNKNOWN_TOOL', `unknown tool "${call.name}"`)
+    } else {
+      let parsed = true
+      try {
+        args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments)
+      } catch {
+        parsed = false
+      }
+      const validate = argumentValidator(tool.parameters)
+      if (!parsed) result = errorResult('INVALID_ARGS', `arguments for "${call.name}" are not valid JSON`)
+      else if (!validate(args)) result = errorResult('INVALID_ARGS', `invalid arguments for "${call.name}": ${describeErrors(validate)}`)
+      else if (tool.needsApproval && this.#env.delegated) {
+        result = errorResult('DENIED', `tool "${call.name}" needs approval, which a delegated subagent cannot ask for; report that it could not be run`)
+      } else {
+        try {
+          const value = await tool.execute(args as Record<string, unknown>, execution)
+          result = { isError: false, content: renderToolValue(tool, value), ...(value === undefined ? {} : { value }) }
+        } catch (error) {
+          result = errorResult('FAILED', `tool "${call.name}" failed: ${messageOf(error)}`)
+        }
+      }
+    }
+    const { afterTool } = this.#env.hooks
+    if (afterTool) {
+      try {
+        result = checkHookResult(await afterTool({ id: call.id, name: call.name, arguments: args }, result))
+      } catch (error) {
+        result = errorResult('FAILED', `afterTool hook failed: ${messageOf(error)}`)
+      }
+    }
+    for (const observer of this.#observers) observer(execution, result, step)
+    return { ...base, ...result }
+  }
+
+  /** The conversation as the model sees it, projected from the session incrementally. */
+  #messages(): ModelMessage[] {
+    const { events } = this.session
+    for (; this.#projected < events.length; this.#projected++) {
+      const { type, data } = events[this.#projected]!
+      if (type === 'user/message') {
+        this.#history.push({ role: 'user', content: (data as { content: ContentBlock[] }).content })
+      } else if (type === 'assistant/message') {
+        const { content } = data as { content: ContentBlock[] }
+        if (content.length > 0) this.#history.push({ role: 'assistant', content })
+      } else if (type === 'tool/result') {
+        const { callId, name, isError, content } = data as ToolResultData
+        this.#history.push({ role: 'tool', callId, name, isError, content })
+      }
+    }
+    return [...this.#history]
+  }
+}
+
+export function toContent(message: string | ContentBlock[]): ContentBlock[] {
+  if (typeof message === 'string') return [{ type: 'text', text: message }]
+  if (Array.isArray(message) && message.every((block) => isContentBlock(block))) return message.map((block) => ({ ...block }))
+  throw new TypeError('a message must be a string or an array of content blocks ({ type: "text", text } or { type: "tool-call", ... })')
+}
+
+export function errorResult(code: ToolErrorCode, text: string): ToolResult {
+  return { isError: true, code, content: [{ type: 'text', text }] }
+}
+
+function checkHookResult(result: ToolResult): ToolResult {
+  if (typeof result !== 'object' || result === null || typeof result.isError !== 'boolean' || !Array.isArray(result.content)) {
+    throw new TypeError('it must return a tool result { isError, content, code?, value? }')
+  }
+  return result
+}
+
+function aborted(signal: AbortSignal): TurnEndReason {
+  return { kind: 'aborted', reason: signal.reason }
+}
+
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message
+  if (typeof error === 'string') return error
+  try {
+    return JSON.stringify(error) ?? String(error)
+  } catch {
+    return String(error)
+  }
+}
+
+/** A promise that resolves when the signal aborts; dispose() drops its listener. */
+function abortPromise(signal: AbortSignal): { promise: Promise<void>; dispose(): void } {
+  let onAbort = () => {}
+  const promise = new Promise<void>((resolve) => {
+    onAbort = () => resolve()
+    if (signal.aborted) resolve()
+    else signal.addEventListener('abort', onAbort, { once: true })
+  })
+  return { promise, dispose: () => signal.removeEventListener('abort', onAbort) }
+}
+
+/** Iterates a model stream but stops waiting the moment the signal aborts, even if the model ignores it. */
+async function* untilAbort(stream: AsyncIterable<StreamChunk>, signal: AbortSignal): AsyncGenerator<StreamChunk> {
+  const iterator = stream[Symbol.asyncIterator]()
+  const stopped = abortPromise(signal)
+  let finished = false
+  try {
+    for (;;) {
+      const next = iterator.next()
+      next.catch(() => {})
+      const step = await Promise.race([next, stopped.promise])
+      if (!step) throw signal.reason
+      if (step.done) {
+        finished = true
+        return
+      }
+      yield step.value
+    }
+  } finally {
+    stopped.dispose()
+    if (!finished) Promise.resolve(iterator.return?.()).catch(() => {})
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Agent modules: the models, tools and hooks every agent of a host uses. The host imports the
+ * module, and so does every worker thread, so both transports run the same code.
+ */
+import type { ContentBlock } from '../protocol/content.js'
+import type { ToolErrorCode } from '../protocol/session.js'
+import type { Model } from './model.js'
+import { defineTool, type ToolDefinition } from './tools.js'
+import type { AgentView } from './view.js'
+
+export interface ToolCallInfo {
+  id: string
+  name: string
+  /** Parsed arguments when they were valid JSON, else the raw text. */
+  arguments: unknown
+}
+
+export interface ToolResult {
+  isError: boolean
+  code?: ToolErrorCode
+  content: ContentBlock[]
+  value?: unknown
+}
+
+export interface AgentHooks {
+  /** Runs before each model request; 'reject' ends the turn `blocked`. */
+  beforeStep?(agent: AgentView): 'enter' | 'reject' | Promise<'enter' | 'reject'>
+  /** Sees each tool result and may replace it; the returned result is authoritative. */
+  afterTool?(call: ToolCallInfo, result: ToolResult): ToolResult | Promise<ToolResult>
+}
+
+export interface AgentModule {
+  models?: Record<string, Model>
+  tools?: ToolDefinition[]
+  hooks?: AgentHooks
+}
+
+export function defineAgentModule(module: AgentModule): AgentModule {
+  if (typeof module !== 'object' || module === null) throw new TypeError('defineAgentModule needs an object')
+  for (const [name, model] of Object.entries(module.models ?? {})) {
+    if (typeof model?.stream !== 'function') throw new TypeError(`agent module model "${name}" has no stream() method`)
+  }
+  const seen = new Set<string>()
+  for (const tool of module.tools ?? []) {
+    defineTool(tool)
+    if (seen.has(tool.name)) throw new Error(`agent module defines tool "${tool.name}" twice`)
+    seen.add(tool.name)
+  }
+  for (const hook of ['beforeStep', 'afterTool'] as const) {
+    const fn = module.hooks?.[hook]
+    if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`agent module hook ${hook} must be a function`)
+  }
+  return module
+}

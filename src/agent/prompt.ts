@@ -1,0 +1,31 @@
+/**
+ * System prompt sections, rendered in ascending order. Registering a section under an id that is
+ * already present shadows it for this agent (a child persona over the deployment persona).
+ */
+export interface PromptSection {
+  id: string
+  order: number
+  text: string
+}
+
+/** Well-known orders: identity first, then scope, then the tool-guidance band (100-190). */
+export const SECTION_ORDER = { persona: 10, delegationScope: 20, toolGuidanceEnd: 190 } as const
+
+export class PromptSections {
+  readonly #sections = new Map<string, PromptSection>()
+
+  set(section: PromptSection): () => void {
+    this.#sections.set(section.id, section)
+    return () => {
+      if (this.#sections.get(section.id) === section) this.#sections.delete(section.id)
+    }
+  }
+
+  render(): string | undefined {
+    if (this.#sections.size === 0) return undefined
+    return [...this.#sections.values()]
+      .sort((a, b) => a.order - b.order)
+      .map((s) => s.text)
+      .join('\n\n')
+  }
+}

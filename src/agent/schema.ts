@@ -1,0 +1,126 @@
+/**
+ * The JSON Schema subset that tool parameters and structured output accept. Checked up front so
+ * an unsupported schema fails loudly before any tool is registered or any child exists; argument
+ * validators are compiled once per schema object.
+ */
+import { Ajv, type ValidateFunction } from 'ajv'
+
+export class UnsupportedSchemaError extends TypeError {
+  override name = 'UnsupportedSchemaError'
+  readonly code = 'ERR_SUBAGENT_SCHEMA'
+}
+
+const TYPES = new Set(['object', 'array', 'string', 'number', 'integer', 'boolean', 'null'])
+const ANNOTATIONS = new Set(['description', 'title', 'default', 'examples', '$comment'])
+const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'] as const
+const COUNT_KEYWORDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties'] as const
+const OTHER_KEYWORDS = new Set(['type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'pattern', 'uniqueItems', 'anyOf', ...NUMBER_KEYWORDS, ...COUNT_KEYWORDS])
+
+/**
+ * Throws an UnsupportedSchemaError unless `schema` is plain JSON, rooted at `type: 'object'`,
+ * and uses only the supported keywords. `what` names the schema in the message.
+ */
+export function checkSchemaSubset(schema: unknown, what: string): asserts schema is Record<string, unknown> {
+  assertJson(schema, what, '#', new Set())
+  if (!isPlainObject(schema) || schema['type'] !== 'object') {
+    throw new UnsupportedSchemaError(`${what} must be a JSON Schema object with "type": "object" at its root`)
+  }
+  checkNode(schema, what, '#', true)
+}
+
+function checkNode(node: unknown, what: string, at: string, root = false): void {
+  if (typeof node === 'boolean') return
+  if (!isPlainObject(node)) throw new UnsupportedSchemaError(`${what} at ${at} must be a schema object`)
+  const fail = (why: string): never => {
+    throw new UnsupportedSchemaError(`${what} at ${at} ${why}; the supported subset is type, properties, required, additionalProperties, items, enum, const, anyOf, pattern, numeric and length bounds, and annotations`)
+  }
+  for (const [key, value] of Object.entries(node)) {
+    if (ANNOTATIONS.has(key) || (root && key === '$schema')) continue
+    if (!OTHER_KEYWORDS.has(key)) fail(`uses the unsupported keyword "${key}"`)
+    switch (key) {
+      case 'type': {
+        const types = Array.isArray(value) ? value : [value]
+        if (types.length === 0 || !types.every((t) => typeof t === 'string' && TYPES.has(t))) fail(`has an invalid "type"`)
+        break
+      }
+      case 'properties':
+        if (!isPlainObject(value)) fail('has a "properties" that is not an object')
+        for (const [name, sub] of Object.entries(value as object)) checkNode(sub, what, `${at}/properties/${name}`)
+        break
+      case 'required':
+        if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) fail('has a "required" that is not a list of names')
+        break
+      case 'additionalProperties':
+      case 'items':
+        checkNode(value, what, `${at}/${key}`)
+        break
+      case 'anyOf':
+        if (!Array.isArray(value) || value.length === 0) fail('has an empty or malformed "anyOf"')
+        ;(value as unknown[]).forEach((sub, i) => checkNode(sub, what, `${at}/anyOf/${i}`))
+        break
+      case 'enum':
+        if (!Array.isArray(value) || value.length === 0) fail('has an empty or malformed "enum"')
+        break
+      case 'pattern':
+        if (typeof value !== 'string') fail('has a non-string "pattern"')
+        try {
+          new RegExp(value as string, 'u')
+        } catch {
+          fail('has a "pattern" that is not a valid regular expression')
+        }
+        break
+      case 'uniqueItems':
+        if (typeof value !== 'boolean') fail('has a non-boolean "uniqueItems"')
+        break
+      default:
+        if ((NUMBER_KEYWORDS as readonly string[]).includes(key) && typeof value !== 'number') fail(`has a non-numeric "${key}"`)
+        if ((COUNT_KEYWORDS as readonly string[]).includes(key) && !(Number.isInteger(value) && (value as number) >= 0)) fail(`has a "${key}" that is not a non-negative integer`)
+    }
+  }
+}
+
+function assertJson(value: unknown, what: string, at: string, seen: Set<object>): void {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return
+    case 'number':
+      if (!Number.isFinite(value)) throw new UnsupportedSchemaError(`${what} is not JSON: ${at} is ${value}`)
+      return
+    case 'object':
+      if (value === null) return
+      if (seen.has(value)) throw new UnsupportedSchemaError(`${what} is not JSON: ${at} is a circular reference`)
+      if (!Array.isArray(value) && !isPlainObject(value)) throw new UnsupportedSchemaError(`${what} is not JSON: ${at} is a ${value.constructor?.name ?? 'non-plain object'}`)
+      seen.add(value)
+      for (const [key, sub] of Object.entries(value)) assertJson(sub, what, `${at}/${key}`, seen)
+      seen.delete(value)
+      return
+    default:
+      throw new UnsupportedSchemaError(`${what} is not JSON: ${at} is ${typeof value}`)
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+const ajv = new Ajv({ allErrors: false, strict: false })
+const compiled = new WeakMap<object, ValidateFunction>()
+
+/** A validator for arguments matching `schema`, compiled once per schema object. */
+export function argumentValidator(schema: object): ValidateFunction {
+  let validate = compiled.get(schema)
+  if (!validate) {
+    // Ajv here speaks draft-07; the subset means the same in every draft, so the tag is dropped.
+    const { $schema: _draft, ...body } = schema as Record<string, unknown>
+    validate = ajv.compile(body)
+    compiled.set(schema, validate)
+  }
+  return validate
+}
+
+export function describeErrors(validate: ValidateFunction): string {
+  return ajv.errorsText(validate.errors, { dataVar: 'arguments' })
+}

@@ -1,0 +1,56 @@
+/**
+ * The structured-output runtime (CONTRACT.md §4), installed on one child. The tool stages a
+ * valid value under its own execution; the value is committed only when that execution's final
+ * result (after every hook) is a success. Commit concludes the turn, and a monotonic guard then
+ * denies every later call.
+ */
+import type { AgentRuntime } from './loop.js'
+import { SECTION_ORDER } from './prompt.js'
+import type { ToolExecution } from './tools.js'
+
+export const STRUCTURED_OUTPUT_TOOL = 'structured_output'
+
+export const STRUCTURED_OUTPUT_DESCRIPTION =
+  "Report your final structured result. Call this exactly once, when your answer is complete; the arguments must match this tool's parameter schema exactly."
+
+export const STRUCTURED_OUTPUT_INSTRUCTION =
+  'When you have your final answer, you MUST report it by calling the `structured_output` tool with arguments matching its parameter schema exactly. Do not finish with a plain text answer: only the tool call counts as your result.'
+
+export const STRUCTURED_OUTPUT_ACK = 'Structured output recorded.'
+
+export interface StructuredCapture {
+  readonly captured: boolean
+  readonly value: unknown
+}
+
+/** `schema` must already have passed checkSchemaSubset. */
+export function attachStructuredRuntime(agent: AgentRuntime, schema: object): StructuredCapture {
+  const staged = new Map<ToolExecution, unknown>()
+  const state = { captured: false, value: undefined as unknown }
+
+  agent.tools.register({
+    name: STRUCTURED_OUTPUT_TOOL,
+    description: STRUCTURED_OUTPUT_DESCRIPTION,
+    parameters: schema,
+    concurrencySafe: false,
+    execute(args, execution) {
+      staged.set(execution, args)
+      return { recorded: true }
+    },
+    render: () => STRUCTURED_OUTPUT_ACK,
+  })
+  agent.prompt.set({ id: 'structured-output', order: SECTION_ORDER.toolGuidanceEnd, text: STRUCTURED_OUTPUT_INSTRUCTION })
+  agent.observeToolResults((execution, result, step) => {
+    if (!staged.has(execution)) return
+    const value = staged.get(execution)
+    staged.delete(execution)
+    if (result.isError || state.captured) return
+    state.captured = true
+    state.value = value
+    step.conclude()
+  })
+  agent.tools.guard(({ name }) =>
+    state.captured ? `structured output already recorded: the run is complete, so \`${name}\` is not executed` : undefined,
+  )
+  return state
+}

@@ -1,0 +1,156 @@
+/**
+ * Tools: definitions, and the scope an agent sees them through. A scope has two layers: the
+ * global tools (host and agent-module tools, read live) and the agent's own tools (which shadow
+ * global ones of the same name). `restrict` narrows the global layer; guards are monotonic:
+ * once added they stay, and their denial outranks every hook.
+ */
+import type { ContentBlock } from '../protocol/content.js'
+import type { AgentView } from './view.js'
+import type { ToolSchema } from './model.js'
+import { argumentValidator, checkSchemaSubset } from './schema.js'
+
+export interface ToolExecution {
+  /** The calling agent (for a host tool called by a worker child: the host's view of it). */
+  agent: AgentView
+  callId: string
+  /** Aborted with the cancel reason when the agent is cancelled. */
+  signal: AbortSignal
+  /** Ends the turn once this step's tool results are recorded: no further model request. */
+  concludeTurn(): void
+}
+
+export interface ToolDefinition<Args = Record<string, unknown>> {
+  name: string
+  description: string
+  /** An object-rooted JSON Schema of the supported subset. */
+  parameters: object
+  execute(args: Args, exec: ToolExecution): unknown
+  /** Turns the returned value into the text the model sees; default: strings as-is, else JSON. */
+  render?(value: unknown): string
+  /** A delegated child can never ask for approval, so such a call is denied there. */
+  needsApproval?: boolean
+  /** False makes the call run alone: earlier calls of the step finish first, later ones wait. */
+  concurrencySafe?: boolean
+}
+
+export interface ToolFilter {
+  allow?: string[]
+  deny?: string[]
+}
+
+/** A guard returns a denial message, or undefined to let the call through. */
+export type ToolGuard = (call: { name: string; callId: string }) => string | undefined
+
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/
+
+export function defineTool<Args = Record<string, unknown>>(definition: ToolDefinition<Args>): ToolDefinition<Args> {
+  if (typeof definition !== 'object' || definition === null) throw new TypeError('defineTool needs a tool definition object')
+  const { name, description, parameters, execute } = definition
+  if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+    throw new TypeError(`tool name ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, "_" or "-"`)
+  }
+  if (typeof description !== 'string') throw new TypeError(`tool "${name}" needs a string description`)
+  if (typeof execute !== 'function') throw new TypeError(`tool "${name}" needs an execute function`)
+  checkSchemaSubset(parameters, `tool "${name}" parameters`)
+  argumentValidator(parameters)
+  return definition
+}
+
+export function toolSchema(tool: ToolDefinition): ToolSchema {
+  return { name: tool.name, description: tool.description, parameters: tool.parameters }
+}
+
+export function renderToolValue(tool: ToolDefinition | undefined, value: unknown): ContentBlock[] {
+  const text = tool?.render ? tool.render(value) : typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
+  return [{ type: 'text', text }]
+}
+
+/** Checks a filter's shape and that each name is a global tool; throws a clear error otherwise. */
+export function checkToolFilter(filter: unknown, globalNames: Iterable<string>): ToolFilter {
+  if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
+    throw new TypeError('toolFilter must be an object { allow?: string[], deny?: string[] }')
+  }
+  const known = new Set(globalNames)
+  const checked: ToolFilter = {}
+  for (const key of ['allow', 'deny'] as const) {
+    const names = (filter as ToolFilter)[key]
+    if (names === undefined) continue
+    if (!Array.isArray(names) || !names.every((n) => typeof n === 'string')) {
+      throw new TypeError(`toolFilter.${key} must be an array of tool names`)
+    }
+    const unknown = names.filter((n) => !known.has(n))
+    if (unknown.length > 0) {
+      const list = [...known].sort().join(', ') || 'none'
+      throw new Error(`toolFilter.${key} names an unknown global tool: ${unknown.map((n) => `"${n}"`).join(', ')} (global tools: ${list})`)
+    }
+    checked[key] = [...names]
+  }
+  return checked
+}
+
+/** The global layer, read live: tools registered later are seen by agents already running. */
+export interface ToolSource {
+  get(name: string): ToolDefinition | undefined
+  list(): Iterable<ToolDefinition>
+}
+
+export class ToolScope {
+  readonly #global: ToolSource
+  readonly #own = new Map<string, ToolDefinition>()
+  readonly #guards: ToolGuard[] = []
+  #allow: Set<string> | undefined
+  #deny: Set<string> | undefined
+
+  constructor(global: ToolSource) {
+    this.#global = global
+  }
+
+  /** Adds a tool to this agent alone; returns its removal. */
+  register(tool: ToolDefinition): () => void {
+    if (this.#own.has(tool.name)) throw new Error(`tool "${tool.name}" is already registered on this agent`)
+    this.#own.set(tool.name, tool)
+    return () => {
+      if (this.#own.get(tool.name) === tool) this.#own.delete(tool.name)
+    }
+  }
+
+  /** Narrows the global layer. Unknown names throw (`unknown global tool`). */
+  restrict(filter: ToolFilter): void {
+    const checked = checkToolFilter(filter, [...this.#global.list()].map((t) => t.name))
+    if (checked.allow) this.#allow = new Set(checked.allow)
+    if (checked.deny) this.#deny = new Set(checked.deny)
+  }
+
+  guard(guard: ToolGuard): void {
+    this.#guards.push(guard)
+  }
+
+  denial(call: { name: string; callId: string }): string | undefined {
+    for (const guard of this.#guards) {
+      const message = guard(call)
+      if (message !== undefined) return message
+    }
+    return undefined
+  }
+
+  #visibleGlobal(tool: ToolDefinition): boolean {
+    return (!this.#allow || this.#allow.has(tool.name)) && !this.#deny?.has(tool.name)
+  }
+
+  /** Tools the model may see and call, own tools first. */
+  visible(): ToolDefinition[] {
+    const tools = [...this.#own.values()]
+    for (const tool of this.#global.list()) {
+      if (!this.#own.has(tool.name) && this.#visibleGlobal(tool)) tools.push(tool)
+    }
+    return tools
+  }
+
+  /** The tool a call may execute; filtered tools refuse to execute. */
+  resolve(name: string): ToolDefinition | undefined {
+    const own = this.#own.get(name)
+    if (own) return own
+    const tool = this.#global.get(name)
+    return tool && this.#visibleGlobal(tool) ? tool : undefined
+  }
+}

@@ -1,0 +1,38 @@
+// The public surface (DESIGN.md): re-exports only.
+export { createHost, type Host, type HostOptions, type PoolOptions, type AgentInit } from './parent/host.js'
+export type { SubagentProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason } from './parent/types.js'
+export { SubagentDepthError } from './parent/depth.js'
+export { createMemoryStore, type SessionStore } from './parent/store.js'
+export type { LifecycleEvents, SubagentStartEvent, SubagentEndEvent } from './parent/lifecycle.js'
+export { truncateDiagnostic } from './parent/result.js'
+
+export type { Agent, AgentOptions, AgentView } from './agent/view.js'
+export type { Model, ModelMessage, ModelRequest, ToolSchema } from './agent/model.js'
+export { ScriptedModel, textResponse, maxTokensResponse, refusalResponse, toolCallResponse, toolCallsResponse, type ScriptEntry } from './agent/scripted.js'
+export { defineTool, type ToolDefinition, type ToolExecution, type ToolFilter } from './agent/tools.js'
+export { defineAgentModule, type AgentHooks, type AgentModule, type ToolCallInfo, type ToolResult } from './agent/module.js'
+export { UnsupportedSchemaError } from './agent/schema.js'
+export {
+  STRUCTURED_OUTPUT_TOOL,
+  STRUCTURED_OUTPUT_DESCRIPTION,
+  STRUCTURED_OUTPUT_INSTRUCTION,
+  STRUCTURED_OUTPUT_ACK,
+} from './agent/structured.js'
+
+export type {
+  ContentBlock,
+  TextBlock,
+  ToolCallBlock,
+  SessionHeader,
+  SessionEvent,
+  SessionEventMap,
+  SessionEventType,
+  EventOf,
+  TurnEndReason,
+  ToolResultData,
+  ToolErrorCode,
+  Usage,
+  StreamChunk,
+  FinishReason,
+} from './protocol/index.js'
+export { isEvent, ProtocolError } from './protocol/index.js'

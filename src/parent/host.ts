@@ -1,0 +1,249 @@
+/**
+ * The host: the registry of published agents, host-placed models and tools, the providers, the
+ * store and the lifecycle events, over one transport.
+ */
+import { randomUUID } from 'node:crypto'
+import type { ResourceLimits } from 'node:worker_threads'
+import { AgentRuntime, type AgentEnvironment } from '../agent/loop.js'
+import type { Model } from '../agent/model.js'
+import type { AgentHooks, AgentModule } from '../agent/module.js'
+import { SECTION_ORDER } from '../agent/prompt.js'
+import { defineTool, type ToolDefinition } from '../agent/tools.js'
+import type { Agent, AgentOptions, AgentView } from '../agent/view.js'
+import type { SessionHeader } from '../protocol/session.js'
+import { InlineTransport } from './inline.js'
+import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from './lifecycle.js'
+import { agentModuleUrl, loadAgentModule } from './module-loader.js'
+import { checkAgentOptions } from './options.js'
+import { createProvider } from './provider.js'
+import type { DelegationRun, Mirror } from './run.js'
+import { createMemoryStore, SessionWriter, type SessionStore } from './store.js'
+import type { Transport } from './transport.js'
+import type { SubagentProvider } from './types.js'
+
+export interface PoolOptions {
+  minThreads?: number
+  maxThreads?: number
+  /** Children sharing one worker thread; default 1 (a worker to each child). */
+  childrenPerWorker?: number
+  idleTimeoutMs?: number
+  resourceLimits?: ResourceLimits
+}
+
+export interface HostOptions {
+  /** Where children run; default 'worker'. */
+  isolation?: 'worker' | 'inline'
+  /** ESM module (default export from defineAgentModule) with models, tools and hooks. */
+  agentModule?: string | URL
+  pool?: PoolOptions
+  /** Cooperative cancel budget before a stuck worker is terminated; default 2000. */
+  abortGraceMs?: number
+  store?: SessionStore
+  /** Deployment persona; a child's persona shadows it. */
+  persona?: string
+  maxParallelToolCalls?: number
+}
+
+export interface AgentInit {
+  id?: string
+  options?: AgentOptions
+  header?: { cwd?: string; delegationDepth?: number; parentSession?: string }
+}
+
+export interface Host {
+  models: { register(name: string, model: Model): () => void }
+  tools: { register(tool: ToolDefinition): () => void; get(name: string): ToolDefinition | undefined; list(): ToolDefinition[] }
+  agents: { get(id: string): AgentView | undefined; list(): AgentView[] }
+  spawn: SubagentProvider
+  fork: SubagentProvider
+  createAgent(init?: AgentInit): Agent
+  on<E extends LifecycleEventName>(event: E, listener: (info: LifecycleEvents[E]) => void): () => void
+  /** Settles every live run (`aborted`), stops the pool, flushes the store. */
+  close(): Promise<void>
+}
+
+const OPTION_KEYS = new Set(['isolation', 'agentModule', 'pool', 'abortGraceMs', 'store', 'persona', 'maxParallelToolCalls'])
+
+export function createHost(options: HostOptions = {}): Host {
+  const settings = checkHostOptions(options)
+  const lifecycle = new Lifecycle()
+  const store = settings.store
+  const hostModels = new Map<string, Model>()
+  const hostTools = new Map<string, ToolDefinition>()
+  const agents = new Map<string, AgentView>()
+  const runs = new Set<DelegationRun>()
+  const topLevel = new Map<string, { agent: AgentRuntime; writer: SessionWriter }>()
+  let loaded: AgentModule = {}
+  const hooks: AgentHooks = {}
+  let closing: Promise<void> | undefined
+
+  const moduleTool = (name: string) => loaded.tools?.find((t) => t.name === name)
+  const env: AgentEnvironment = {
+    models: { get: (name) => hostModels.get(name) ?? loaded.models?.[name] },
+    tools: {
+      get: (name) => hostTools.get(name) ?? moduleTool(name),
+      list: () => [...hostTools.values(), ...(loaded.tools ?? [])],
+    },
+    hooks,
+    maxParallelToolCalls: settings.maxParallelToolCalls,
+    delegated: false,
+  }
+
+  const loading = (async () => {
+    if (options.agentModule === undefined) return
+    const module = await loadAgentModule(agentModuleUrl(options.agentModule))
+    for (const name of Object.keys(module.models ?? {})) {
+      if (hostModels.has(name)) throw new Error(`model "${name}" is registered on the host and in the agent module: give one of them another name`)
+    }
+    for (const tool of module.tools ?? []) {
+      if (hostTools.has(tool.name)) throw new Error(`tool "${tool.name}" is registered on the host and in the agent module: give one of them another name`)
+    }
+    loaded = module
+    Object.assign(hooks, module.hooks)
+  })()
+  loading.catch(() => {}) // surfaced by every start() and every top-level turn instead
+  env.ready = loading
+
+  const transport: Transport = createTransport(settings, () => env)
+
+  const providerHost = {
+    transport,
+    lifecycle,
+    async ready() {
+      if (closing) throw new Error('the host is closed: create a new host to start more subagents')
+      await loading
+      if (closing) throw new Error('the host is closed: create a new host to start more subagents')
+    },
+    globalToolNames: () => [...env.tools.list()].map((t) => t.name),
+    publish(mirror: Mirror) {
+      agents.set(mirror.id, mirror)
+      return new SessionWriter(store, mirror.session.header, mirror.session.events)
+    },
+    track: (run: DelegationRun) => void runs.add(run),
+    retire(run: DelegationRun) {
+      runs.delete(run)
+      agents.delete(run.id)
+    },
+  }
+
+  const taken = (kind: 'model' | 'tool', name: string, hostHas: boolean, moduleHas: boolean) => {
+    if (hostHas) throw new Error(`${kind} "${name}" is already registered on this host`)
+    if (moduleHas) throw new Error(`${kind} "${name}" is already defined by the agent module: give the host ${kind} another name`)
+  }
+
+  return {
+    models: {
+      register(name, model) {
+        if (typeof name !== 'string' || name === '') throw new TypeError('a model name must be a non-empty string')
+        if (typeof model?.stream !== 'function') throw new TypeError(`model "${name}" must have a stream(request) method`)
+        taken('model', name, hostModels.has(name), loaded.models?.[name] !== undefined)
+        hostModels.set(name, model)
+        return () => {
+          if (hostModels.get(name) === model) hostModels.delete(name)
+        }
+      },
+    },
+    tools: {
+      register(tool) {
+        defineTool(tool)
+        taken('tool', tool.name, hostTools.has(tool.name), moduleTool(tool.name) !== undefined)
+        hostTools.set(tool.name, tool)
+        return () => {
+          if (hostTools.get(tool.name) === tool) hostTools.delete(tool.name)
+        }
+      },
+      get: (name) => env.tools.get(name),
+      list: () => [...env.tools.list()],
+    },
+    agents: {
+      get: (id) => agents.get(id),
+      list: () => [...agents.values()],
+    },
+    spawn: createProvider(providerHost, 'spawn'),
+    fork: createProvider(providerHost, 'fork'),
+    createAgent(init = {}) {
+      if (closing) throw new Error('the host is closed: create a new host to create agents')
+      const id = init.id ?? randomUUID()
+      if (typeof id !== 'string' || id === '') throw new TypeError('agent id must be a non-empty string')
+      if (agents.has(id)) throw new Error(`an agent with id "${id}" already exists on this host`)
+      const agentOptions = { ...checkAgentOptions(init.options ?? {}, 'agent options') }
+      const header: SessionHeader = { id, createdAt: new Date().toISOString(), ...checkHeaderInit(init.header) }
+      const agent = new AgentRuntime({ id, options: agentOptions, header }, env)
+      if (settings.persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: settings.persona })
+      const writer = new SessionWriter(store, header, [])
+      agent.session.onAppend((event) => writer.append(event))
+      agents.set(id, agent)
+      topLevel.set(id, { agent, writer })
+      return agent
+    },
+    on: (event, listener) => lifecycle.on(event, listener),
+    close() {
+      return (closing ??= (async () => {
+        await Promise.allSettled([...runs].map((run) => run.dispose()))
+        for (const { agent } of topLevel.values()) agent.cancel({ kind: 'host-closed' })
+        await Promise.allSettled([...topLevel.values()].map(({ agent }) => agent.whenIdle()))
+        await transport.close()
+        const flushed = await Promise.allSettled([...topLevel.values()].map(({ writer }) => writer.flushed()))
+        const failures = flushed.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
+        if (failures.length > 0) throw new AggregateError(failures, 'the host closed, but some transcripts could not be stored')
+      })())
+    },
+  }
+}
+
+interface HostSettings {
+  isolation: 'worker' | 'inline'
+  abortGraceMs: number
+  store: SessionStore
+  persona: string | undefined
+  maxParallelToolCalls: number
+  pool: PoolOptions
+}
+
+function createTransport(settings: HostSettings, env: () => AgentEnvironment): Transport {
+  if (settings.isolation === 'inline') return new InlineTransport(env, settings.persona)
+  throw new Error('isolation "worker" is not yet available in this build: pass { isolation: "inline" }')
+}
+
+function checkHostOptions(options: HostOptions): HostSettings {
+  if (typeof options !== 'object' || options === null) throw new TypeError('createHost options must be an object')
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) throw new TypeError(`unknown host option "${key}" (known: ${[...OPTION_KEYS].join(', ')})`)
+  }
+  const isolation = options.isolation ?? 'worker'
+  if (isolation !== 'worker' && isolation !== 'inline') throw new TypeError(`isolation must be 'worker' or 'inline', not ${JSON.stringify(isolation)}`)
+  const abortGraceMs = options.abortGraceMs ?? 2000
+  if (typeof abortGraceMs !== 'number' || !Number.isFinite(abortGraceMs) || abortGraceMs < 0) {
+    throw new TypeError('abortGraceMs must be a non-negative number of milliseconds')
+  }
+  const maxParallelToolCalls = options.maxParallelToolCalls ?? 8
+  if (!Number.isSafeInteger(maxParallelToolCalls) || maxParallelToolCalls < 1) throw new TypeError('maxParallelToolCalls must be a positive integer')
+  if (options.persona !== undefined && typeof options.persona !== 'string') throw new TypeError('persona must be a string')
+  const store = options.store ?? createMemoryStore()
+  for (const method of ['create', 'append', 'read', 'list'] as const) {
+    if (typeof store?.[method] !== 'function') throw new TypeError(`store must implement SessionStore: ${method}() is missing`)
+  }
+  const pool = options.pool ?? {}
+  if (typeof pool !== 'object' || pool === null) throw new TypeError('pool options must be an object')
+  return { isolation, abortGraceMs, store, persona: options.persona, maxParallelToolCalls, pool }
+}
+
+function checkHeaderInit(header: AgentInit['header']): Partial<SessionHeader> {
+  if (header === undefined) return {}
+  if (typeof header !== 'object' || header === null) throw new TypeError('agent header must be an object')
+  const out: Partial<SessionHeader> = {}
+  if (header.cwd !== undefined) {
+    if (typeof header.cwd !== 'string') throw new TypeError('header.cwd must be a string')
+    out.cwd = header.cwd
+  }
+  if (header.parentSession !== undefined) {
+    if (typeof header.parentSession !== 'string') throw new TypeError('header.parentSession must be a string')
+    out.parentSession = header.parentSession
+  }
+  if (header.delegationDepth !== undefined) {
+    const d = header.delegationDepth
+    if (!(Number.isSafeInteger(d) && d >= 0 && !Object.is(d, -0))) throw new TypeError('header.delegationDepth must be a non-negative safe integer')
+    out.delegationDepth = d
+  }
+  return out
+}

@@ -1,0 +1,41 @@
+/** The inline transport: the child's loop runs in the host's thread. The reference for every other transport. */
+import { composeChild, type ChildSpec } from '../agent/child.js'
+import type { AgentEnvironment } from '../agent/loop.js'
+import type { ChildHandle, EventSink, Transport } from './transport.js'
+
+export class InlineTransport implements Transport {
+  readonly local = true
+  readonly #env: () => AgentEnvironment
+  readonly #persona: string | undefined
+
+  constructor(env: () => AgentEnvironment, persona: string | undefined) {
+    this.#env = env
+    this.#persona = persona
+  }
+
+  async create(spec: ChildSpec, sink: EventSink): Promise<ChildHandle> {
+    const { agent, structured } = composeChild(spec, this.#env(), this.#persona)
+    agent.session.onAppend(sink)
+    return {
+      publish() {},
+      async rollback() {
+        agent.session.onAppend(undefined)
+      },
+      async run(prompt) {
+        agent.followup(prompt, { kind: 'parent' })
+        await agent.whenIdle()
+        return structured?.captured ? { structured: { value: structured.value } } : {}
+      },
+      cancel(reason) {
+        agent.cancel(reason)
+      },
+      async release() {
+        agent.cancel({ kind: 'disposed' })
+        await agent.whenIdle()
+        agent.session.onAppend(undefined)
+      },
+    }
+  }
+
+  async close(): Promise<void> {}
+}

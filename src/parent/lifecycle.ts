@@ -1,0 +1,50 @@
+/** Lifecycle events (CONTRACT.md §7). Observers can never break a run: a throwing listener is reported as a process warning. */
+import type { SubagentResult } from './types.js'
+
+export interface SubagentStartEvent {
+  runId: string
+  provider: string
+  id: string
+  local: boolean
+}
+
+export interface SubagentEndEvent extends SubagentStartEvent {
+  stopReason: SubagentResult['stopReason']
+  lastAssistantMessage?: string
+}
+
+export interface LifecycleEvents {
+  'subagent/start': SubagentStartEvent
+  'subagent/end': SubagentEndEvent
+}
+
+export type LifecycleEventName = keyof LifecycleEvents
+
+export class Lifecycle {
+  readonly #listeners = new Map<LifecycleEventName, Set<(info: never) => void>>()
+
+  on<E extends LifecycleEventName>(event: E, listener: (info: LifecycleEvents[E]) => void): () => void {
+    if (event !== 'subagent/start' && event !== 'subagent/end') {
+      throw new TypeError(`unknown lifecycle event ${JSON.stringify(event)}: use 'subagent/start' or 'subagent/end'`)
+    }
+    if (typeof listener !== 'function') throw new TypeError('a lifecycle listener must be a function')
+    let set = this.#listeners.get(event)
+    if (!set) this.#listeners.set(event, (set = new Set()))
+    const entry = listener as (info: never) => void
+    set.add(entry)
+    return () => void set.delete(entry)
+  }
+
+  emit<E extends LifecycleEventName>(event: E, info: LifecycleEvents[E]): void {
+    const set = this.#listeners.get(event)
+    if (!set) return
+    for (const listener of [...set]) {
+      try {
+        ;(listener as (info: LifecycleEvents[E]) => void)(info)
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error)
+        process.emitWarning(`a '${event}' listener threw: ${reason}`, { code: 'SUBAGENT_LISTENER_ERROR', detail: `run ${info.runId}` })
+      }
+    }
+  }
+}

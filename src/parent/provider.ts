@@ -1,0 +1,164 @@
+/**
+ * The spawn and fork providers (CONTRACT.md §1): validation in the contract's order, the creation
+ * transaction, publication, and the hand-off to a live run. Spawn and fork differ only in the seed.
+ */
+import { randomUUID } from 'node:crypto'
+import type { ChildSpec } from '../agent/child.js'
+import { toContent } from '../agent/loop.js'
+import { checkSchemaSubset } from '../agent/schema.js'
+import { checkToolFilter, type ToolFilter } from '../agent/tools.js'
+import type { AgentOptions, AgentView } from '../agent/view.js'
+import type { SessionEvent, SessionHeader } from '../protocol/session.js'
+import { isAnySessionEvent } from '../protocol/validators.js'
+import { checkMaxDepth, childDepthOf } from './depth.js'
+import { checkAgentOptions } from './options.js'
+import type { Lifecycle } from './lifecycle.js'
+import { DelegationRun, type Mirror } from './run.js'
+import type { SessionWriter } from './store.js'
+import type { Transport } from './transport.js'
+import type { SubagentProvider, SubagentRun, SubagentStartRequest } from './types.js'
+
+/** What a provider needs from its host. */
+export interface ProviderHost {
+  readonly transport: Transport
+  readonly lifecycle: Lifecycle
+  /** Settles when the agent module is loaded; rejects if the host is closed or the module failed. */
+  ready(): Promise<void>
+  globalToolNames(): string[]
+  /** Makes the child visible in `host.agents` and starts its transcript in the store. */
+  publish(mirror: Mirror): SessionWriter
+  track(run: DelegationRun): void
+  retire(run: DelegationRun): void
+}
+
+const PRE_PUBLICATION_ABORT = 'subagent request was aborted before child publication'
+
+function abortedBeforePublication(signal: AbortSignal): Error {
+  return new Error(PRE_PUBLICATION_ABORT, { cause: signal.reason })
+}
+
+export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): SubagentProvider {
+  const inheritsParentContext = name === 'fork'
+  return {
+    name,
+    capabilities: { outputSchema: true, depthLimit: true, toolFilter: true, persona: true },
+    inheritsParentContext,
+    start: (request) => start(host, name, inheritsParentContext, request),
+  }
+}
+
+async function start(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest): Promise<SubagentRun> {
+  checkRequestShape(request)
+  const { parent, signal } = request
+  const maxDepth = checkMaxDepth(request.maxDepth)
+  if (signal.aborted) throw abortedBeforePublication(signal)
+  const childDepth = childDepthOf(parent, maxDepth)
+  if (request.outputSchema !== undefined) checkSchemaSubset(request.outputSchema, 'outputSchema')
+  const prompt = toContent(request.prompt)
+  const agentOptions = request.agentOptions === undefined ? {} : checkAgentOptions(request.agentOptions, 'agentOptions')
+
+  await host.ready()
+  if (signal.aborted) throw abortedBeforePublication(signal)
+  let toolFilter: ToolFilter | undefined
+  if (request.toolFilter !== undefined) toolFilter = checkToolFilter(request.toolFilter, host.globalToolNames())
+
+  const id = randomUUID()
+  const seed = fork ? forkSeed(parent) : []
+  const options: AgentOptions = {}
+  for (const key of ['provider', 'model', 'maxTokens'] as const) {
+    const value = agentOptions[key] ?? parent.options[key]
+    if (value !== undefined) (options as Record<string, unknown>)[key] = value
+  }
+  options.subagentDepth = childDepth
+  const header: SessionHeader = {
+    id,
+    createdAt: new Date().toISOString(),
+    parentSession: parent.id,
+    origin: 'subagent',
+    delegationDepth: childDepth,
+  }
+  const { cwd } = parent.session.header
+  if (cwd !== undefined) header.cwd = cwd
+  if (seed.length > 0) header.seedLength = seed.length
+  const spec: ChildSpec = {
+    id,
+    header,
+    options,
+    seed,
+    descriptor: request.label === undefined ? { mode: 'one-shot', provider } : { mode: 'one-shot', provider, label: request.label },
+  }
+  if (request.persona !== undefined) spec.persona = request.persona
+  if (toolFilter) spec.toolFilter = toolFilter
+  if (request.outputSchema !== undefined) spec.outputSchema = request.outputSchema
+
+  // The creation transaction: build the child unpublished; on abort or failure, roll back.
+  const mirror: Mirror = { id, options, session: { header, events: structuredClone(seed) } }
+  let writer: SessionWriter | undefined
+  const handle = await host.transport.create(
+    spec,
+    (event) => {
+      mirror.session.events.push(event)
+      writer?.append(event)
+    },
+    signal,
+  )
+  if (signal.aborted) {
+    await handle.rollback()
+    throw abortedBeforePublication(signal)
+  }
+
+  writer = host.publish(mirror)
+  handle.publish()
+  const runId = randomUUID()
+  host.lifecycle.emit('subagent/start', { runId, provider, id, local: host.transport.local })
+  const run = new DelegationRun(
+    { runId, provider, handle, mirror, writer, prompt, signal, structuredRequested: spec.outputSchema !== undefined, seedLength: seed.length, options },
+    { lifecycle: host.lifecycle, local: host.transport.local, retire: (r) => host.retire(r) },
+  )
+  host.track(run)
+  return run
+}
+
+function checkRequestShape(request: SubagentStartRequest): void {
+  if (typeof request !== 'object' || request === null) throw new TypeError('subagent start needs a request object')
+  if (!(request.signal instanceof AbortSignal)) throw new TypeError('subagent request needs an AbortSignal in `signal`')
+  checkParent(request.parent)
+  for (const key of ['label', 'persona'] as const) {
+    if (request[key] !== undefined && typeof request[key] !== 'string') throw new TypeError(`subagent request ${key} must be a string`)
+  }
+}
+
+function checkParent(parent: unknown): asserts parent is AgentView {
+  const problem = (() => {
+    if (typeof parent !== 'object' || parent === null) return 'it is not an object'
+    const p = parent as Partial<AgentView>
+    if (typeof p.id !== 'string' || p.id === '') return 'id must be a non-empty string'
+    if (typeof p.options !== 'object' || p.options === null) return 'options must be an object'
+    if (typeof p.session !== 'object' || p.session === null) return 'session must be an object'
+    if (typeof p.session.header !== 'object' || p.session.header === null) return 'session.header must be an object'
+    if (!Array.isArray(p.session.events)) return 'session.events must be an array'
+    return undefined
+  })()
+  if (problem) throw new TypeError(`subagent parent must look like { id, options, session: { header, events } }: ${problem}`)
+}
+
+/** The parent's events up to and including its last `turn/end`; the in-flight turn is never copied. */
+function forkSeed(parent: AgentView): SessionEvent[] {
+  const { events } = parent.session
+  let end = -1
+  for (let i = events.length - 1; i >= 0; i--) {
+    if (events[i]?.type === 'turn/end') {
+      end = i
+      break
+    }
+  }
+  const seed = events.slice(0, end + 1)
+  for (const [index, event] of seed.entries()) {
+    if (!isAnySessionEvent(event)) throw new TypeError(`parent session event ${index} is malformed: it needs a numeric seq and a string type`)
+  }
+  try {
+    return structuredClone(seed)
+  } catch (error) {
+    throw new TypeError(`parent session events must be plain data to be forked: ${(error as Error).message}`)
+  }
+}

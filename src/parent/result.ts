@@ -1,0 +1,102 @@
+/** Result extraction (CONTRACT.md §3): only the child's own events, never the fork seed. */
+import type { ContentBlock } from '../protocol/content.js'
+import type { SessionEvent, TurnEndReason } from '../protocol/session.js'
+import type { SubagentResult, SubagentStopReason } from './types.js'
+
+export const DIAGNOSTIC_LIMIT_BYTES = 4096
+const TRUNCATION_MARK = '\n[diagnostic truncated]'
+
+/** What the transport knows beyond the events: a capture, or a fault the events cannot show. */
+export interface ChildOutcome {
+  structured?: { value: unknown }
+  fault?: { stopReason: 'error' | 'aborted'; diagnostic: string }
+}
+
+export interface ExtractionContext {
+  seedLength: number
+  cancelled: boolean
+  structuredRequested: boolean
+  maxTokens?: number
+}
+
+export function extractResult(events: readonly SessionEvent[], outcome: ChildOutcome, context: ExtractionContext): SubagentResult {
+  let lastMessage: ContentBlock[] | undefined
+  let streamed = ''
+  let end: TurnEndReason | undefined
+  for (let i = context.seedLength; i < events.length; i++) {
+    const { type, data } = events[i]!
+    if (type === 'assistant/message') {
+      const { content } = data as { content: ContentBlock[] }
+      if (content.length > 0) lastMessage = content
+    } else if (type === 'assistant/chunk') {
+      streamed += (data as { chunk: { text: string } }).chunk.text
+    } else if (type === 'turn/end') {
+      end = (data as { reason: TurnEndReason }).reason
+    }
+  }
+  const output = lastMessage ? lastMessage.map((b) => ({ ...b })) : streamed ? [{ type: 'text' as const, text: streamed }] : []
+
+  if (outcome.structured) return { output, structured: outcome.structured.value, stopReason: 'completed' }
+
+  let stopReason: SubagentStopReason = stopReasonOf(end)
+  let diagnostic = diagnosticOf(end, context)
+  if (outcome.fault) {
+    stopReason = outcome.fault.stopReason
+    diagnostic = outcome.fault.diagnostic
+  }
+  if (context.cancelled && stopReason !== 'completed') {
+    stopReason = 'aborted'
+  } else if (context.structuredRequested && stopReason === 'completed') {
+    stopReason = 'error'
+    diagnostic = 'the child finished its turn without reporting a result through structured_output'
+  }
+  const result: SubagentResult = { output, stopReason }
+  if (diagnostic !== undefined && stopReason !== 'completed') result.diagnostic = truncateDiagnostic(diagnostic)
+  return result
+}
+
+function stopReasonOf(end: TurnEndReason | undefined): SubagentStopReason {
+  switch (end?.kind) {
+    case 'completed':
+      return 'completed'
+    case 'max-tokens':
+      return 'max-tokens'
+    case 'aborted':
+      return 'aborted'
+    case 'blocked':
+      return 'refusal'
+    default:
+      return 'error'
+  }
+}
+
+function diagnosticOf(end: TurnEndReason | undefined, context: ExtractionContext): string | undefined {
+  switch (end?.kind) {
+    case undefined:
+      return 'the child ended without finishing its turn'
+    case 'max-tokens':
+      return context.maxTokens === undefined
+        ? 'the child hit its output token limit'
+        : `the child hit its output token limit (maxTokens ${context.maxTokens})`
+    case 'blocked':
+    case 'error':
+      return end.message
+    default:
+      return undefined
+  }
+}
+
+/** At most 4096 UTF-8 bytes, cut on a character boundary, marked when cut. */
+export function truncateDiagnostic(text: string): string {
+  if (Buffer.byteLength(text, 'utf8') <= DIAGNOSTIC_LIMIT_BYTES) return text
+  const budget = DIAGNOSTIC_LIMIT_BYTES - Buffer.byteLength(TRUNCATION_MARK, 'utf8')
+  let bytes = 0
+  let cut = 0
+  for (const char of text) {
+    const size = Buffer.byteLength(char, 'utf8')
+    if (bytes + size > budget) break
+    bytes += size
+    cut += char.length
+  }
+  return text.slice(0, cut) + TRUNCATION_MARK
+}

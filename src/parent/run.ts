@@ -1,0 +1,125 @@
+/**
+ * A published delegation: drives the child's one turn, turns the parent's abort into a cancel,
+ * extracts the result, and tears the child down on dispose (CONTRACT.md §2).
+ */
+import type { AgentOptions, AgentView } from '../agent/view.js'
+import { textOf, type ContentBlock } from '../protocol/content.js'
+import type { SessionEvent, SessionHeader } from '../protocol/session.js'
+import type { Lifecycle } from './lifecycle.js'
+import { extractResult } from './result.js'
+import type { SessionWriter } from './store.js'
+import type { ChildHandle } from './transport.js'
+import type { SubagentResult, SubagentRun } from './types.js'
+
+/** The host's copy of a child's session, fed by the transport; what `host.agents` shows. */
+export interface Mirror extends AgentView {
+  session: { header: SessionHeader; events: SessionEvent[] }
+}
+
+export interface RunHooks {
+  lifecycle: Lifecycle
+  local: boolean
+  /** Removes the child from `host.agents` and stops tracking the run. */
+  retire(run: DelegationRun): void
+}
+
+export interface RunInit {
+  runId: string
+  provider: string
+  handle: ChildHandle
+  mirror: Mirror
+  writer: SessionWriter
+  prompt: ContentBlock[]
+  signal: AbortSignal
+  structuredRequested: boolean
+  seedLength: number
+  options: AgentOptions
+}
+
+export class DelegationRun implements SubagentRun {
+  readonly id: string
+  readonly result: Promise<SubagentResult>
+  readonly #init: RunInit
+  readonly #hooks: RunHooks
+  #cancelled = false
+  #disposal: Promise<void> | undefined
+  readonly #onAbort = () => {
+    this.#cancelled = true
+    this.#init.handle.cancel({ kind: 'parent' })
+  }
+
+  /** Call right after publication and the `subagent/start` event. */
+  constructor(init: RunInit, hooks: RunHooks) {
+    this.#init = init
+    this.#hooks = hooks
+    this.id = init.mirror.id
+    const { signal } = init
+    // The hand-off gap: an abort that landed after publication, before this listener existed,
+    // must not reject start(); the child never runs and the run reports `aborted`.
+    if (signal.aborted) {
+      this.#cancelled = true
+      this.result = Promise.resolve({ output: [], stopReason: 'aborted' })
+    } else {
+      signal.addEventListener('abort', this.#onAbort, { once: true })
+      this.result = this.#drive()
+    }
+    this.result.then(
+      (result) => this.#ended(result.stopReason, result.output),
+      () => this.#ended('error', []),
+    )
+  }
+
+  dispose(): Promise<void> {
+    return (this.#disposal ??= this.#dispose())
+  }
+
+  async #drive(): Promise<SubagentResult> {
+    const { handle, mirror, prompt, seedLength, structuredRequested, options } = this.#init
+    try {
+      const outcome = await handle.run(prompt)
+      return extractResult(mirror.session.events, outcome, {
+        seedLength,
+        cancelled: this.#cancelled,
+        structuredRequested,
+        ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+      })
+    } finally {
+      this.#init.signal.removeEventListener('abort', this.#onAbort)
+    }
+  }
+
+  #ended(stopReason: SubagentResult['stopReason'], output: ContentBlock[]): void {
+    const { runId, provider, mirror } = this.#init
+    const text = textOf(output)
+    this.#hooks.lifecycle.emit('subagent/end', {
+      runId,
+      provider,
+      id: mirror.id,
+      local: this.#hooks.local,
+      stopReason,
+      ...(text ? { lastAssistantMessage: text } : {}),
+    })
+  }
+
+  async #dispose(): Promise<void> {
+    const { signal, handle } = this.#init
+    signal.removeEventListener('abort', this.#onAbort)
+    this.#cancelled = true
+    handle.cancel({ kind: 'disposed' })
+    // The result's fault stays on `result`; dispose reports only a failed release, after both settled.
+    const [, teardown] = await Promise.allSettled([this.result, this.#teardown()])
+    if (teardown.status === 'rejected') throw teardown.reason
+  }
+
+  async #teardown(): Promise<void> {
+    await this.result.catch(() => {})
+    try {
+      await this.#init.handle.release()
+    } catch (error) {
+      throw new Error(`releasing subagent ${this.id} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    } finally {
+      this.#hooks.retire(this)
+    }
+    await this.#init.writer.flushed()
+  }
+}

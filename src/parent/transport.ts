@@ -1,0 +1,33 @@
+/**
+ * The seam between the run driver and where a child's loop runs. A transport builds the child
+ * from a plain-data spec inside the creation transaction and streams its events back; the driver
+ * owns depth, publication, abort, dispose and result extraction for every transport alike.
+ */
+import type { ChildSpec } from '../agent/child.js'
+import type { ContentBlock } from '../protocol/content.js'
+import type { SessionEvent } from '../protocol/session.js'
+import type { ChildOutcome } from './result.js'
+
+/** Receives the child's events, in order, as they are appended (the seed is not repeated). */
+export type EventSink = (event: SessionEvent) => void
+
+export interface ChildHandle {
+  /** Commits the creation transaction: the child may now run. */
+  publish(): void
+  /** Undoes creation; the child never ran. */
+  rollback(): Promise<void>
+  /** Drives one turn with the prompt; settles when the child is idle or gone. */
+  run(prompt: ContentBlock[]): Promise<ChildOutcome>
+  /** Cooperative cancel: the running turn ends `aborted` with this reason. */
+  cancel(reason: unknown): void
+  /** Frees what the child holds; called once, after `run` settled (or after a rollback-free gap). */
+  release(): Promise<void>
+}
+
+export interface Transport {
+  /** True when children run in the host's own thread. */
+  readonly local: boolean
+  /** Builds an unpublished child. Rejects (leaving nothing behind) if building fails. */
+  create(spec: ChildSpec, sink: EventSink, signal: AbortSignal): Promise<ChildHandle>
+  close(): Promise<void>
+}

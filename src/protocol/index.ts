@@ -1,0 +1,5 @@
+export * from './content.js'
+export * from './session.js'
+export * from './stream.js'
+export { ProtocolError, validator, type Validator } from './validate.js'
+export * from './validators.js'
