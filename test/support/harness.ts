@@ -1,0 +1,53 @@
+/**
+ * Shared set-up for the contract suite. Every contract test runs once per transport; adding a
+ * transport to TRANSPORTS is the only change a new transport needs here.
+ */
+import { fileURLToPath } from 'node:url'
+import { createHost, ScriptedModel, type Host, type HostOptions, type ScriptEntry, type SessionEvent } from 'subagent-worker'
+
+export const TRANSPORTS = ['inline'] as const
+export type TransportName = (typeof TRANSPORTS)[number]
+
+export const CONTRACT_MODULE = fileURLToPath(new URL('../fixtures/contract-module.mjs', import.meta.url))
+
+export interface Fixture {
+  host: Host
+  /** The host-placed scripted model registered as provider "scripted". */
+  model: ScriptedModel
+  /** A top-level parent routed to the scripted model. */
+  parent: ReturnType<Host['createAgent']>
+}
+
+const open: Host[] = []
+
+/** A host on `transport` with the contract module, a scripted model and a parent agent. */
+export function setup(transport: TransportName, script: ScriptEntry[] = [], options: Omit<HostOptions, 'isolation'> = {}): Fixture {
+  const host = createHost({ isolation: transport, agentModule: CONTRACT_MODULE, ...options })
+  open.push(host)
+  const model = new ScriptedModel(script)
+  host.models.register('scripted', model)
+  const parent = host.createAgent({ options: { provider: 'scripted', model: 'scripted-1' } })
+  return { host, model, parent }
+}
+
+/** Closes every host set up by this file's tests; call from afterEach. */
+export async function closeHosts(): Promise<void> {
+  await Promise.all(open.splice(0).map((host) => host.close()))
+}
+
+export function signal(): AbortSignal {
+  return new AbortController().signal
+}
+
+export function types(events: readonly SessionEvent[]): string[] {
+  return events.map((event) => event.type)
+}
+
+export function eventsOf<T = unknown>(events: readonly SessionEvent[], type: string): T[] {
+  return events.filter((event) => event.type === type).map((event) => event.data as T)
+}
+
+/** Resolves after the current macrotask queue drains (lets streamed work land). */
+export function tick(ms = 0): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
