@@ -262,8 +262,8 @@ export class AgentRuntime implements Agent {
         result = errorResult('DENIED', `tool "${call.name}" needs approval, which a delegated subagent cannot ask for; report that it could not be run`)
       } else {
         try {
-          const value = await tool.execute(args as Record<string, unknown>, execution)
-          result = { isError: false, content: renderToolValue(tool, value), ...(value === undefined ? {} : { value }) }
+          const { content, value } = renderToolValue(tool, await tool.execute(args as Record<string, unknown>, execution))
+          result = { isError: false, content, ...(value === undefined ? {} : { value }) }
         } catch (error) {
           result = errorResult('FAILED', `tool "${call.name}" failed: ${messageOf(error)}`)
         }

@@ -60,9 +60,18 @@ export function toolSchema(tool: ToolDefinition): ToolSchema {
   return { name: tool.name, description: tool.description, parameters: tool.parameters }
 }
 
-export function renderToolValue(tool: ToolDefinition | undefined, value: unknown): ContentBlock[] {
-  const text = tool?.render ? tool.render(value) : typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
-  return [{ type: 'text', text }]
+/** A value whose text was already rendered elsewhere (a host tool called from a worker thread). */
+export class RenderedValue {
+  constructor(
+    readonly value: unknown,
+    readonly text: string,
+  ) {}
+}
+
+export function renderToolValue(tool: ToolDefinition, value: unknown): { content: ContentBlock[]; value: unknown } {
+  if (value instanceof RenderedValue) return { content: [{ type: 'text', text: value.text }], value: value.value }
+  const text = tool.render ? tool.render(value) : typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
+  return { content: [{ type: 'text', text }], value }
 }
 
 /** Checks a filter's shape and that each name is a global tool; throws a clear error otherwise. */

@@ -13,12 +13,13 @@ import type { Agent, AgentOptions, AgentView } from '../agent/view.js'
 import type { SessionHeader } from '../protocol/session.js'
 import { InlineTransport } from './inline.js'
 import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from './lifecycle.js'
-import { agentModuleUrl, loadAgentModule } from './module-loader.js'
+import { agentModuleUrl, loadAgentModule } from '../agent/module-loader.js'
 import { checkAgentOptions } from './options.js'
 import { createProvider } from './provider.js'
 import type { DelegationRun, Mirror } from './run.js'
 import { createMemoryStore, SessionWriter, type SessionStore } from './store.js'
 import type { Transport } from './transport.js'
+import { WorkerTransport } from './worker-transport.js'
 import type { SubagentProvider } from './types.js'
 
 export interface PoolOptions {
@@ -89,9 +90,10 @@ export function createHost(options: HostOptions = {}): Host {
     delegated: false,
   }
 
+  const moduleUrl = options.agentModule === undefined ? undefined : agentModuleUrl(options.agentModule)
   const loading = (async () => {
-    if (options.agentModule === undefined) return
-    const module = await loadAgentModule(agentModuleUrl(options.agentModule))
+    if (moduleUrl === undefined) return
+    const module = await loadAgentModule(moduleUrl)
     for (const name of Object.keys(module.models ?? {})) {
       if (hostModels.has(name)) throw new Error(`model "${name}" is registered on the host and in the agent module: give one of them another name`)
     }
@@ -104,7 +106,17 @@ export function createHost(options: HostOptions = {}): Host {
   loading.catch(() => {}) // surfaced by every start() and every top-level turn instead
   env.ready = loading
 
-  const transport: Transport = createTransport(settings, () => env)
+  const transport: Transport =
+    settings.isolation === 'inline'
+      ? new InlineTransport(() => env, settings.persona)
+      : new WorkerTransport({
+          pool: settings.pool,
+          abortGraceMs: settings.abortGraceMs,
+          agentModule: moduleUrl,
+          persona: settings.persona,
+          maxParallelToolCalls: settings.maxParallelToolCalls,
+          placement: { models: hostModels, tools: hostTools },
+        })
 
   const providerHost = {
     transport,
@@ -198,11 +210,6 @@ interface HostSettings {
   persona: string | undefined
   maxParallelToolCalls: number
   pool: PoolOptions
-}
-
-function createTransport(settings: HostSettings, env: () => AgentEnvironment): Transport {
-  if (settings.isolation === 'inline') return new InlineTransport(env, settings.persona)
-  throw new Error('isolation "worker" is not yet available in this build: pass { isolation: "inline" }')
 }
 
 function checkHostOptions(options: HostOptions): HostSettings {

@@ -1,7 +1,7 @@
 /** The inline transport: the child's loop runs in the host's thread. The reference for every other transport. */
 import { composeChild, type ChildSpec } from '../agent/child.js'
 import type { AgentEnvironment } from '../agent/loop.js'
-import type { ChildHandle, EventSink, Transport } from './transport.js'
+import type { ChildHandle, ChildMirror, Transport } from './transport.js'
 
 export class InlineTransport implements Transport {
   readonly local = true
@@ -13,9 +13,9 @@ export class InlineTransport implements Transport {
     this.#persona = persona
   }
 
-  async create(spec: ChildSpec, sink: EventSink): Promise<ChildHandle> {
+  async create(spec: ChildSpec, mirror: ChildMirror): Promise<ChildHandle> {
     const { agent, structured } = composeChild(spec, this.#env(), this.#persona)
-    agent.session.onAppend(sink)
+    agent.session.onAppend((event) => mirror.append(event))
     return {
       publish() {},
       async rollback() {

@@ -15,7 +15,7 @@ import { checkAgentOptions } from './options.js'
 import type { Lifecycle } from './lifecycle.js'
 import { DelegationRun, type Mirror } from './run.js'
 import type { SessionWriter } from './store.js'
-import type { Transport } from './transport.js'
+import type { ChildHandle, Transport } from './transport.js'
 import type { SubagentProvider, SubagentRun, SubagentStartRequest } from './types.js'
 
 /** What a provider needs from its host. */
@@ -94,14 +94,20 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   // The creation transaction: build the child unpublished; on abort or failure, roll back.
   const mirror: Mirror = { id, options, session: { header, events: structuredClone(seed) } }
   let writer: SessionWriter | undefined
-  const handle = await host.transport.create(
-    spec,
-    (event) => {
+  const childMirror = {
+    view: mirror,
+    append(event: SessionEvent) {
       mirror.session.events.push(event)
       writer?.append(event)
     },
-    signal,
-  )
+  }
+  let handle: ChildHandle
+  try {
+    handle = await host.transport.create(spec, childMirror, signal)
+  } catch (error) {
+    if (signal.aborted) throw abortedBeforePublication(signal)
+    throw error
+  }
   if (signal.aborted) {
     await handle.rollback()
     throw abortedBeforePublication(signal)

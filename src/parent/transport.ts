@@ -4,12 +4,17 @@
  * owns depth, publication, abort, dispose and result extraction for every transport alike.
  */
 import type { ChildSpec } from '../agent/child.js'
+import type { AgentView } from '../agent/view.js'
 import type { ContentBlock } from '../protocol/content.js'
 import type { SessionEvent } from '../protocol/session.js'
 import type { ChildOutcome } from './result.js'
 
-/** Receives the child's events, in order, as they are appended (the seed is not repeated). */
-export type EventSink = (event: SessionEvent) => void
+/** The host's copy of the child: what `host.agents` shows and host tools see as `exec.agent`. */
+export interface ChildMirror {
+  readonly view: AgentView
+  /** Receives the child's events in order as they arrive (the seed is not repeated). */
+  append(event: SessionEvent): void
+}
 
 export interface ChildHandle {
   /** Commits the creation transaction: the child may now run. */
@@ -28,6 +33,6 @@ export interface Transport {
   /** True when children run in the host's own thread. */
   readonly local: boolean
   /** Builds an unpublished child. Rejects (leaving nothing behind) if building fails. */
-  create(spec: ChildSpec, sink: EventSink, signal: AbortSignal): Promise<ChildHandle>
+  create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle>
   close(): Promise<void>
 }

@@ -67,7 +67,7 @@ export function isEvent<T extends SessionEventType>(event: SessionEvent, type: T
   return event.type === type
 }
 
-const content = { type: 'array', items: { $ref: 'subagent-worker/content-block' } } as const
+const content = { type: 'array', items: { $ref: 'content-block' } } as const
 
 function eventSchema(type: SessionEventType, data: object) {
   return {

@@ -4,12 +4,22 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv'
 import { contentBlockSchema } from './content.js'
+import { childMessageSchema, createRequestSchema, hostMessageSchema } from './lifecycle.js'
 import { anySessionEventSchema, sessionEventSchema, sessionHeaderSchema } from './session.js'
 import { streamChunkSchema } from './stream.js'
 
 // strictRequired is off: a discriminated oneOf lists "type" as required at its root by design.
 const ajv = new Ajv({ discriminator: true, allErrors: false, strict: true, strictRequired: false })
-ajv.addSchema([contentBlockSchema, sessionHeaderSchema, sessionEventSchema, anySessionEventSchema, streamChunkSchema])
+ajv.addSchema([
+  contentBlockSchema,
+  sessionHeaderSchema,
+  sessionEventSchema,
+  anySessionEventSchema,
+  streamChunkSchema,
+  createRequestSchema,
+  hostMessageSchema,
+  childMessageSchema,
+])
 
 export class ProtocolError extends Error {
   override name = 'ProtocolError'

@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url'
 import { createHost, ScriptedModel, type Host, type HostOptions, type ScriptEntry, type SessionEvent } from 'subagent-worker'
 
-export const TRANSPORTS = ['inline'] as const
+export const TRANSPORTS = ['inline', 'worker'] as const
 export type TransportName = (typeof TRANSPORTS)[number]
 
 export const CONTRACT_MODULE = fileURLToPath(new URL('../fixtures/contract-module.mjs', import.meta.url))

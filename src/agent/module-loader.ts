@@ -1,7 +1,7 @@
 /** Loads the host's agent module: the same file every worker thread imports. */
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { defineAgentModule, type AgentModule } from '../agent/module.js'
+import { defineAgentModule, type AgentModule } from './module.js'
 
 /** A file URL for a path (relative to the working directory) or URL. */
 export function agentModuleUrl(specifier: string | URL): URL {
@@ -11,16 +11,29 @@ export function agentModuleUrl(specifier: string | URL): URL {
   return pathToFileURL(resolve(specifier))
 }
 
-export async function loadAgentModule(url: URL): Promise<AgentModule> {
+const loaded = new Map<string, Promise<AgentModule>>()
+
+/** Imports and checks an agent module once per URL in this thread. */
+export function loadAgentModule(url: URL | string): Promise<AgentModule> {
+  const href = typeof url === 'string' ? url : url.href
+  let module = loaded.get(href)
+  if (!module) {
+    module = importAgentModule(href)
+    loaded.set(href, module)
+  }
+  return module
+}
+
+async function importAgentModule(href: string): Promise<AgentModule> {
   let namespace: { default?: unknown; agentModule?: unknown }
   try {
-    namespace = await import(url.href)
+    namespace = await import(href)
   } catch (error) {
-    throw new Error(`agent module ${url.href} failed to load: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new Error(`agent module ${href} failed to load: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
   }
   const exported = namespace.default ?? namespace.agentModule
   if (exported === undefined) {
-    throw new TypeError(`agent module ${url.href} must export its module as default: export default defineAgentModule({ ... })`)
+    throw new TypeError(`agent module ${href} must export its module as default: export default defineAgentModule({ ... })`)
   }
   return defineAgentModule(exported as AgentModule)
 }

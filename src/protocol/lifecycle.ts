@@ -1,0 +1,217 @@
+/**
+ * Lifecycle messages between the host and the side that runs a child. Transport-neutral: they
+ * travel over anything that carries structured-clone data in order (a MessagePort today).
+ *
+ *   host → child side: create (the task), publish | rollback, run, abort, dispose, rpc replies
+ *   child side → host: created | create-failed, events (batched), idle, rpc calls
+ */
+import type { ContentBlock } from './content.js'
+import type { SessionEvent, SessionHeader } from './session.js'
+import type { StreamChunk } from './stream.js'
+
+export const PROTOCOL_VERSION = 1
+
+/** A plain, cloneable error. */
+export interface WireError {
+  name: string
+  message: string
+  code?: string
+}
+
+/** What a worker child needs to call a host tool as if it were local. */
+export interface RemoteToolDescriptor {
+  name: string
+  description: string
+  parameters: object
+  needsApproval?: boolean
+  concurrencySafe?: boolean
+}
+
+export interface ChildSpecData {
+  id: string
+  header: SessionHeader
+  options: { provider?: string; model?: string; maxTokens?: number; subagentDepth?: number }
+  seed: SessionEvent[]
+  persona?: string
+  toolFilter?: { allow?: string[]; deny?: string[] }
+  outputSchema?: object
+  descriptor: { mode: 'one-shot'; provider: string; label?: string }
+}
+
+/** The create request: everything the far side needs to build the child, validated there. */
+export interface CreateRequest {
+  v: number
+  type: 'create'
+  spec: ChildSpecData
+  agentModule?: string
+  persona?: string
+  maxParallelToolCalls: number
+  hostModels: string[]
+  hostTools: RemoteToolDescriptor[]
+}
+
+export type RpcTarget = 'model' | 'tool'
+
+export type HostMessage =
+  | { type: 'publish' }
+  | { type: 'rollback' }
+  | { type: 'run'; prompt: ContentBlock[] }
+  | { type: 'abort'; reason: unknown }
+  | { type: 'dispose' }
+  | { type: 'rpc/chunk'; id: number; chunk: StreamChunk }
+  | { type: 'rpc/result'; id: number; value?: unknown }
+  | { type: 'rpc/error'; id: number; error: WireError }
+
+export type ChildMessage =
+  | { type: 'created'; threadId: number }
+  | { type: 'create-failed'; error: WireError }
+  | { type: 'events'; events: SessionEvent[] }
+  | { type: 'idle'; structured?: { value: unknown } }
+  | { type: 'rpc/call'; id: number; target: RpcTarget; name: string; payload: unknown }
+  | { type: 'rpc/abort'; id: number; reason: unknown }
+
+const wireError = {
+  type: 'object',
+  properties: { name: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } },
+  required: ['name', 'message'],
+  additionalProperties: false,
+} as const
+const rpcId = { type: 'integer', minimum: 1 } as const
+
+function message(type: string, properties: Record<string, object> = {}, required: string[] = []) {
+  return {
+    type: 'object',
+    properties: { type: { const: type }, ...properties },
+    required: ['type', ...required],
+    additionalProperties: false,
+  } as const
+}
+
+export const createRequestSchema = {
+  $id: 'subagent-worker/create-request',
+  type: 'object',
+  properties: {
+    v: { type: 'integer' },
+    type: { const: 'create' },
+    spec: {
+      type: 'object',
+      properties: {
+        id: { type: 'string', minLength: 1 },
+        header: { $ref: 'session-header' },
+        options: {
+          type: 'object',
+          properties: {
+            provider: { type: 'string' },
+            model: { type: 'string' },
+            maxTokens: { type: 'integer', minimum: 1 },
+            subagentDepth: { type: 'integer', minimum: 0 },
+          },
+          additionalProperties: false,
+        },
+        seed: { type: 'array', items: { $ref: 'any-session-event' } },
+        persona: { type: 'string' },
+        toolFilter: {
+          type: 'object',
+          properties: { allow: { type: 'array', items: { type: 'string' } }, deny: { type: 'array', items: { type: 'string' } } },
+          additionalProperties: false,
+        },
+        outputSchema: { type: 'object' },
+        descriptor: {
+          type: 'object',
+          properties: { mode: { const: 'one-shot' }, provider: { type: 'string' }, label: { type: 'string' } },
+          required: ['mode', 'provider'],
+          additionalProperties: false,
+        },
+      },
+      required: ['id', 'header', 'options', 'seed', 'descriptor'],
+      additionalProperties: false,
+    },
+    agentModule: { type: 'string' },
+    persona: { type: 'string' },
+    maxParallelToolCalls: { type: 'integer', minimum: 1 },
+    hostModels: { type: 'array', items: { type: 'string' } },
+    hostTools: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          description: { type: 'string' },
+          parameters: { type: 'object' },
+          needsApproval: { type: 'boolean' },
+          concurrencySafe: { type: 'boolean' },
+        },
+        required: ['name', 'description', 'parameters'],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: ['v', 'type', 'spec', 'maxParallelToolCalls', 'hostModels', 'hostTools'],
+  additionalProperties: false,
+} as const
+
+export const hostMessageSchema = {
+  $id: 'subagent-worker/host-message',
+  type: 'object',
+  discriminator: { propertyName: 'type' },
+  required: ['type'],
+  oneOf: [
+    message('publish'),
+    message('rollback'),
+    message('run', { prompt: { type: 'array', items: { $ref: 'content-block' } } }, ['prompt']),
+    message('abort', { reason: {} }, ['reason']),
+    message('dispose'),
+    message('rpc/chunk', { id: rpcId, chunk: { $ref: 'stream-chunk' } }, ['id', 'chunk']),
+    message('rpc/result', { id: rpcId, value: {} }, ['id']),
+    message('rpc/error', { id: rpcId, error: wireError }, ['id', 'error']),
+  ],
+} as const
+
+export const childMessageSchema = {
+  $id: 'subagent-worker/child-message',
+  type: 'object',
+  discriminator: { propertyName: 'type' },
+  required: ['type'],
+  oneOf: [
+    message('created', { threadId: { type: 'integer', minimum: 0 } }, ['threadId']),
+    message('create-failed', { error: wireError }, ['error']),
+    message('events', { events: { type: 'array', minItems: 1, items: { $ref: 'session-event' } } }, ['events']),
+    message('idle', {
+      structured: { type: 'object', properties: { value: {} }, additionalProperties: false },
+    }),
+    message('rpc/call', { id: rpcId, target: { enum: ['model', 'tool'] }, name: { type: 'string' }, payload: {} }, ['id', 'target', 'name', 'payload']),
+    message('rpc/abort', { id: rpcId, reason: {} }, ['id', 'reason']),
+  ],
+} as const
+
+export function toWireError(error: unknown): WireError {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code
+    return typeof code === 'string' ? { name: error.name, message: error.message, code } : { name: error.name, message: error.message }
+  }
+  return { name: 'Error', message: typeof error === 'string' ? error : safeStringify(error) }
+}
+
+export function fromWireError(wire: WireError): Error {
+  const error = new Error(wire.message)
+  error.name = wire.name
+  if (wire.code !== undefined) (error as Error & { code?: string }).code = wire.code
+  return error
+}
+
+/** A cancel reason that survives structured clone; an uncloneable one is described instead. */
+export function cloneableReason(reason: unknown): unknown {
+  try {
+    return structuredClone(reason)
+  } catch {
+    return { kind: 'uncloneable', description: safeStringify(reason) }
+  }
+}
+
+function safeStringify(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
