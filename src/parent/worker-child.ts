@@ -28,8 +28,6 @@ export interface WorkerChildOptions {
 type Phase = 'creating' | 'created' | 'running' | 'idle' | 'closed'
 
 export class WorkerChild implements ChildHandle {
-  /** Aborting it makes piscina terminate the worker running this child's task. */
-  readonly kill = new AbortController()
   readonly #port: MessagePort
   readonly #mirror: ChildMirror
   readonly #options: WorkerChildOptions
@@ -88,6 +86,11 @@ export class WorkerChild implements ChildHandle {
     } finally {
       signal.removeEventListener('abort', onAbort)
     }
+  }
+
+  /** Settles the child without its worker (which is unknown or already gone). */
+  abandon(termination: ChildTermination): void {
+    this.#die(termination)
   }
 
   /** Marks why this child will die if its worker is terminated on another child's account. */
@@ -221,7 +224,7 @@ function diagnose(error: unknown, options: WorkerChildOptions): ChildTermination
   }
   const exit = /worker exited with code:? (-?\d+)/.exec(message)
   if (exit) return { stopReason: 'error', diagnostic: `the child's worker thread exited with code ${exit[1]} (process.exit was called, or the thread was stopped)` }
-  if (name === 'AbortError') return { stopReason: 'aborted', diagnostic: `the child's worker thread was terminated (grace ${options.graceMs} ms)` }
+  if (name === 'AbortError') return { stopReason: 'aborted', diagnostic: 'the worker pool was closed before the child finished' }
   return { stopReason: 'error', diagnostic: `the child's worker thread crashed with an uncaught ${name}: ${message}` }
 }
 

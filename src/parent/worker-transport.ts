@@ -75,7 +75,9 @@ export class WorkerTransport implements Transport {
       placed: (target, threadId) => this.#place(target, threadId),
       gone: (target) => this.#forget(target),
     })
-    const task = this.#pool.run({ request: this.#request(spec), port: port2 }, { transferList: [port2], signal: child.kill.signal })
+    // No per-task abort signal: piscina only shares a worker among tasks that have none, and a
+    // stuck child is stopped by terminating its thread (see #terminate) on every setting alike.
+    const task = this.#pool.run({ request: this.#request(spec), port: port2 }, { transferList: [port2] })
     child.attach(task)
     task.then(
       () => this.#leave(),
@@ -158,7 +160,10 @@ export class WorkerTransport implements Transport {
       }
     }
     child.doom(termination)
-    child.kill.abort(termination)
+    const worker = this.#pool.threads.find((thread) => thread.threadId === child.threadId)
+    // piscina sees the exit, fails the thread's tasks and starts a replacement.
+    if (worker) void worker.terminate()
+    else child.abandon(termination)
   }
 }
 

@@ -1,0 +1,159 @@
+/**
+ * CONTRACT.md §8 and issue 3 §5: what the worker transport adds. Faults are contained: each way
+ * a worker can die settles the run with a diagnostic naming the cause, keeps what the child
+ * emitted, leaves other children running, and the pool carries on.
+ */
+import { fileURLToPath } from 'node:url'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createHost, createMemoryStore, defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type HostOptions, type ScriptEntry } from 'subagent-worker'
+
+const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
+const hosts: Array<ReturnType<typeof createHost>> = []
+afterEach(async () => {
+  await Promise.all(hosts.splice(0).map((host) => host.close()))
+})
+
+function workerHost(script: ScriptEntry[], options: HostOptions = {}) {
+  const store = createMemoryStore()
+  const host = createHost({ isolation: 'worker', agentModule: FAULT_MODULE, store, abortGraceMs: 200, ...options })
+  hosts.push(host)
+  const model = new ScriptedModel(script)
+  host.models.register('scripted', model)
+  const parent = host.createAgent({ options: { provider: 'scripted' } })
+  return { host, model, parent, store }
+}
+
+const signal = () => new AbortController().signal
+
+async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+describe('worker transport: faults are contained', () => {
+  it('a spinning child is terminated after abortGraceMs and settles aborted, saying so', async () => {
+    const { host, parent, model } = workerHost([toolCallResponse('c1', 'spin', {}, 'spinning now')])
+    const controller = new AbortController()
+    const run = await host.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
+    await until(() => model.requests.length === 1)
+    await new Promise((resolve) => setTimeout(resolve, 50)) // let the tool start spinning
+    const aborted = performance.now()
+    controller.abort()
+    const result = await run.result
+    const elapsed = performance.now() - aborted
+    expect(result.stopReason).toBe('aborted')
+    expect(result.diagnostic).toMatch(/did not stop within abortGraceMs \(200 ms\).*terminated/)
+    expect(result.output).toEqual([
+      { type: 'text', text: 'spinning now' },
+      { type: 'tool-call', id: 'c1', name: 'spin', arguments: '{}' },
+    ])
+    // Generous bound: grace (200 ms) plus a margin for a loaded machine.
+    expect(elapsed).toBeLessThan(200 + 1500)
+    await run.dispose()
+  })
+
+  it.each([
+    ['process.exit', 'exit', { code: 7 }, /exited with code 7/],
+    ['an uncaught error from a timer', 'timer_throw', {}, /uncaught Error: timer boom/],
+    ['an unhandled rejection', 'unhandled_rejection', {}, /nobody handles this/],
+  ])('%s settles error with a diagnostic naming the cause, keeping what was emitted', async (_, tool, args, diagnostic) => {
+    const { host, parent, store } = workerHost([toolCallResponse('c1', tool, args, 'about to fail'), { delayMs: 2_000, chunks: textResponse('too late') }])
+    const run = await host.spawn.start({ prompt: 'fail', parent, signal: signal() })
+    const result = await run.result
+    expect(result.stopReason).toBe('error')
+    expect(result.diagnostic).toMatch(diagnostic)
+    const events = host.agents.get(run.id)!.session.events
+    const types = events.map((e) => e.type)
+    expect(types.slice(0, 4)).toEqual(['turn/start', 'user/message', 'subagent/descriptor', 'assistant/chunk'])
+    expect(types).toContain('assistant/message')
+    expect(result.output).toEqual([
+      { type: 'text', text: 'about to fail' },
+      { type: 'tool-call', id: 'c1', name: tool, arguments: JSON.stringify(args) },
+    ])
+    await run.dispose()
+    // Nothing already emitted is lost: the store has every event the host saw.
+    expect((await store.read(run.id))!.events).toEqual(events)
+  })
+
+  it('a heap-limit death settles error with a diagnostic naming the memory limit', async () => {
+    const { host, parent } = workerHost([toolCallResponse('c1', 'hog_memory', {})], {
+      pool: { resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 8 } },
+    })
+    const run = await host.spawn.start({ prompt: 'hog', parent, signal: signal() })
+    const result = await run.result
+    expect(result.stopReason).toBe('error')
+    expect(result.diagnostic).toMatch(/out of memory/)
+    await run.dispose()
+  })
+
+  it('children on other workers carry on while one crashes, and the pool replaces the dead worker', async () => {
+    const { host, parent } = workerHost(
+      [
+        { delayMs: 300, chunks: textResponse('slow and fine') },
+        toolCallResponse('c1', 'exit', { code: 3 }),
+        textResponse('after the crash'),
+      ],
+      { pool: { minThreads: 2, maxThreads: 2 } },
+    )
+    const slow = await host.spawn.start({ prompt: 'slow', parent, signal: signal() })
+    const crash = await host.spawn.start({ prompt: 'crash', parent, signal: signal() })
+    expect((await crash.result).stopReason).toBe('error')
+    expect(await slow.result).toEqual({ output: [{ type: 'text', text: 'slow and fine' }], stopReason: 'completed' })
+    const next = await host.spawn.start({ prompt: 'again', parent, signal: signal() })
+    expect((await next.result).stopReason).toBe('completed')
+    await Promise.all([slow.dispose(), crash.dispose(), next.dispose()])
+    expect(host.agents.list().map((a) => a.id)).toEqual([parent.id])
+  })
+
+  it('with childrenPerWorker > 1, terminating a stuck child settles its siblings error, saying why', async () => {
+    const { host, parent, model } = workerHost(['hang', toolCallResponse('c1', 'spin', {})], {
+      pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 },
+    })
+    // The sibling first: once the other child spins, the shared thread cannot build anything.
+    const sibling = await host.spawn.start({ prompt: 'wait', parent, signal: signal() })
+    await until(() => model.requests.length === 1)
+    const stuck = new AbortController()
+    const spinning = await host.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
+    await until(() => model.requests.length === 2)
+    await new Promise((resolve) => setTimeout(resolve, 50)) // let the tool start spinning
+    stuck.abort()
+    const [stuckResult, siblingResult] = await Promise.all([spinning.result, sibling.result])
+    expect(stuckResult.stopReason).toBe('aborted')
+    expect(stuckResult.diagnostic).toMatch(/terminated/)
+    expect(siblingResult.stopReason).toBe('error')
+    expect(siblingResult.diagnostic).toContain(`sibling subagent ${spinning.id}`)
+    // The sibling's text streamed before the termination survives.
+    expect(siblingResult.output).toEqual([{ type: 'text', text: 'partial' }])
+    await Promise.all([spinning.dispose(), sibling.dispose()])
+  })
+
+  it('a host tool waiting on its signal is released when the worker dies mid-call', async () => {
+    const { host, parent } = workerHost([
+      toolCallsResponse([
+        { id: 'h', name: 'host_wait', args: {} },
+        { id: 'x', name: 'exit', args: { code: 9 } },
+      ]),
+    ])
+    let seen: AbortSignal | undefined
+    host.tools.register(
+      defineTool({
+        name: 'host_wait',
+        description: 'Waits until cancelled.',
+        parameters: { type: 'object', properties: {} },
+        execute: (_args, exec) =>
+          new Promise((resolve) => {
+            seen = exec.signal
+            exec.signal.addEventListener('abort', () => resolve('released'), { once: true })
+          }),
+      }),
+    )
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: signal() })
+    const result = await run.result
+    expect(result.diagnostic).toMatch(/exited with code 9/)
+    await until(() => seen?.aborted === true)
+    await run.dispose()
+  })
+})
