@@ -1,0 +1,103 @@
+/**
+ * Issue 3 §6 and the scale rules: where models and tools run, name clashes caught at start-up,
+ * hundreds of concurrent delegations, and a host that lets the process exit after close().
+ */
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { threadId } from 'node:worker_threads'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createHost, defineTool, ScriptedModel, textResponse, toolCallResponse, type Model } from 'subagent-worker'
+
+const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
+const hosts: Array<ReturnType<typeof createHost>> = []
+afterEach(async () => {
+  await Promise.all(hosts.splice(0).map((host) => host.close()))
+})
+const signal = () => new AbortController().signal
+
+function host(options: Parameters<typeof createHost>[0] = {}) {
+  const created = createHost({ isolation: 'worker', agentModule: FAULT_MODULE, ...options })
+  hosts.push(created)
+  return created
+}
+
+describe('worker transport: placement', () => {
+  it('module tools and models run in the worker; host models and tools run in the main thread', async () => {
+    const h = host()
+    let modelThread = -1
+    const script = new ScriptedModel([toolCallResponse('w', 'where', {}), toolCallResponse('h', 'host_where', {}), textResponse('done')])
+    const secretModel: Model = {
+      // The closure (say, an API key) never leaves the main thread: only chunks cross.
+      stream(request) {
+        modelThread = threadId
+        return script.stream(request)
+      },
+    }
+    h.models.register('secret-model', secretModel)
+    h.tools.register(defineTool({ name: 'host_where', description: 'thread', parameters: { type: 'object' }, execute: () => ({ threadId }) }))
+    const parent = h.createAgent({ options: { provider: 'secret-model' } })
+    const run = await h.spawn.start({ prompt: 'where?', parent, signal: signal() })
+    expect((await run.result).stopReason).toBe('completed')
+    const results = h.agents.get(run.id)!.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { value: { threadId: number } }).value.threadId)
+    expect(modelThread).toBe(threadId)
+    expect(results[0]).not.toBe(threadId) // module tool: in the worker
+    expect(results[1]).toBe(threadId) // host tool: in the main thread
+    await run.dispose()
+  })
+
+  it('a module model answers from the worker thread', async () => {
+    const h = host()
+    const parent = h.createAgent({ options: { provider: 'module-echo' } })
+    const run = await h.spawn.start({ prompt: 'hi', parent, signal: signal() })
+    const { output } = await run.result
+    expect(output).toHaveLength(1)
+    expect(output[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^module model on thread [1-9]\d*$/) })
+    await run.dispose()
+  })
+
+  it('a name registered on the host and in the agent module is an error at start-up', async () => {
+    const h = host()
+    h.models.register('module-echo', new ScriptedModel([]))
+    const parent = h.createAgent({ options: { provider: 'module-echo' } })
+    await expect(h.spawn.start({ prompt: 'x', parent, signal: signal() })).rejects.toThrow(/registered on the host and in the agent module/)
+    const loaded = host()
+    await expect(loaded.spawn.start({ prompt: 'x', parent: loaded.createAgent(), signal: signal() })).resolves.toBeDefined()
+    expect(() => loaded.tools.register(defineTool({ name: 'spin', description: 'clash', parameters: { type: 'object' }, execute: () => 1 }))).toThrow(/already defined by the agent module/)
+  })
+})
+
+describe('worker transport: scale and shutdown', () => {
+  it('200 concurrent delegations complete and leave host.agents with only the parent', async () => {
+    const h = host({ pool: { minThreads: 2, maxThreads: 4, childrenPerWorker: 8 } })
+    h.models.register('scripted', new ScriptedModel(Array.from({ length: 200 }, (_, i) => textResponse(`answer ${i}`))))
+    const parent = h.createAgent({ options: { provider: 'scripted' } })
+    const outputs = await Promise.all(
+      Array.from({ length: 200 }, async () => {
+        const run = await h.spawn.start({ prompt: 'go', parent, signal: signal() })
+        const result = await run.result
+        await run.dispose()
+        return result
+      }),
+    )
+    expect(outputs.every((r) => r.stopReason === 'completed')).toBe(true)
+    expect(new Set(outputs.map((r) => JSON.stringify(r.output))).size).toBe(200)
+    expect(h.agents.list().map((a) => a.id)).toEqual([parent.id])
+  })
+
+  it('starts beyond pool capacity wait for a slot instead of failing', async () => {
+    const h = host({ pool: { minThreads: 1, maxThreads: 1 } })
+    h.models.register('scripted', new ScriptedModel([{ delayMs: 50, chunks: textResponse('first') }, textResponse('second')]))
+    const parent = h.createAgent({ options: { provider: 'scripted' } })
+    const [a, b] = await Promise.all([h.spawn.start({ prompt: '1', parent, signal: signal() }), h.spawn.start({ prompt: '2', parent, signal: signal() })])
+    expect((await a.result).stopReason).toBe('completed')
+    expect((await b.result).stopReason).toBe('completed')
+    await Promise.all([a.dispose(), b.dispose()])
+  })
+
+  it('after close() no thread, port or timer keeps the process alive', async () => {
+    const script = fileURLToPath(new URL('../fixtures/close-exits.mjs', import.meta.url))
+    const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 15_000 })
+    expect(stdout.trim()).toBe('closed aborted')
+  })
+})
