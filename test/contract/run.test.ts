@@ -182,6 +182,30 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     await run.dispose()
   })
 
+  it("§2 the cancel reason is { kind: 'parent' } whatever reason the caller aborted its signal with", async () => {
+    const fx = setup(transport, ['hang'])
+    const controller = new AbortController()
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
+    await waitFor(() => fx.model.requests.length === 1, 'the first model request')
+    controller.abort(new Error('caller-specific reason'))
+    expect((await run.result).stopReason).toBe('aborted')
+    expect(fx.model.requests[0]!.signal.reason).toEqual({ kind: 'parent' })
+    expect(turnEnds(childEvents(fx.host, run))).toEqual([{ kind: 'aborted', reason: { kind: 'parent' } }])
+    await run.dispose()
+  })
+
+  it("§2 an abort right after start() resolves ends the turn aborted by the parent, with no output", async () => {
+    const fx = setup(transport, [{ delayMs: 50, chunks: textResponse('too late') }])
+    const controller = new AbortController()
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
+    controller.abort()
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' })
+    const ends = turnEnds(childEvents(fx.host, run))
+    expect(ends.length).toBeLessThanOrEqual(1)
+    if (ends.length === 1) expect(ends[0]).toEqual({ kind: 'aborted', reason: { kind: 'parent' } })
+    await run.dispose()
+  })
+
   it('§2 an abort after the result settled changes nothing', async () => {
     const fx = setup(transport, [textResponse('done')])
     const controller = new AbortController()
@@ -226,6 +250,14 @@ describe.each(TRANSPORTS)('§2 dispose [%s]', (transport) => {
     const result = await run.result
     expect(result.stopReason).toBe('aborted')
     expect(fx.model.requests[0]!.signal.aborted).toBe(true)
+    expect(fx.host.agents.get(run.id)).toBeUndefined()
+  })
+
+  it('§2 disposing right after start() resolves settles the result aborted', async () => {
+    const fx = setup(transport, [{ delayMs: 50, chunks: textResponse('too late') }])
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
+    await run.dispose()
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' })
     expect(fx.host.agents.get(run.id)).toBeUndefined()
   })
 

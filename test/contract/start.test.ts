@@ -8,6 +8,7 @@ import {
   toolCallResponse,
   type SessionStore,
 } from 'subagent-worker'
+import { fileURLToPath } from 'node:url'
 import { closeHosts, eventsOf, setup, signal, TRANSPORTS, types } from '../support/harness.js'
 import {
   childEvents,
@@ -26,6 +27,7 @@ import {
 
 afterEach(closeHosts)
 
+const MODULE_TOOL = fileURLToPath(new URL('../fixtures/module-tool.mjs', import.meta.url))
 const OBJECT_SCHEMA = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] }
 
 function withStore(transport: (typeof TRANSPORTS)[number], script: Parameters<typeof setup>[1] = []) {
@@ -269,6 +271,21 @@ describe.each(TRANSPORTS)('§1 start: outputSchema validation [%s]', (transport)
     expect(lifecycle.starts).toEqual([])
   })
 
+  it.each([
+    ['duplicate "required" names', { type: 'object', properties: { a: { type: 'string' } }, required: ['a', 'a'] }],
+    ['"multipleOf": 0', { type: 'object', properties: { a: { type: 'number', multipleOf: 0 } } }],
+    ['a duplicated type list', { type: 'object', properties: { a: { type: ['string', 'string'] } } }],
+  ])('§1.4 an outputSchema that is not a valid JSON Schema (%s) rejects before any child exists', async (_label, outputSchema) => {
+    const fx = withStore(transport, [textResponse('never')])
+    const lifecycle = recordLifecycle(fx.host)
+    const starting = fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal(), outputSchema })
+    const error = await rejectionOf(starting)
+    expect(error).toBeInstanceOf(Error)
+    expect(error.message).not.toBe(PRE_PUBLICATION)
+    await expectNothingPublished(fx, { store: fx.store, agents: [fx.parent.id] })
+    expect(lifecycle.starts).toEqual([])
+  })
+
   it('§1.4 a supported object-rooted schema is accepted', async () => {
     const fx = setup(transport, [toolCallResponse('s1', 'structured_output', { answer: '42' })])
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal(), outputSchema: OBJECT_SCHEMA })
@@ -307,6 +324,18 @@ describe.each(TRANSPORTS)('§1 start: toolFilter [%s]', (transport) => {
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal(), toolFilter: { deny: ['alpha'] } })
     expect((await run.result).stopReason).toBe('completed')
     await run.dispose()
+  })
+
+  it('§1.5 agent-module tools count among the tools a filter may name (and may hide)', async () => {
+    const fx = setup(transport, [toolCallResponse('c1', 'module_echo', { text: 'x' }), textResponse('done')], { agentModule: MODULE_TOOL })
+    fx.host.tools.register(noop())
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal(), toolFilter: { deny: ['module_echo'] } })
+    expect((await run.result).stopReason).toBe('completed')
+    expect(toolNames(fx.model.requests[0]!)).toEqual(['alpha'])
+    expect(eventsOf(childEvents(fx.host, run), 'tool/result')).toEqual([expect.objectContaining({ callId: 'c1', isError: true, code: 'UNKNOWN_TOOL' })])
+    await run.dispose()
+    const error = await rejectionOf(fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal(), toolFilter: { allow: ['module_echoo'] } }))
+    expect(error.message).toContain('unknown global tool')
   })
 
   it('§1.8 a denied tool vanishes from the model request and refuses to execute', async () => {
@@ -354,6 +383,26 @@ describe.each(TRANSPORTS)('§1 start: malformed parents [%s]', (transport) => {
   ])('§1 a parent that is %s is rejected with a TypeError and nothing is published', async (_label, parent) => {
     const fx = withStore(transport, [textResponse('never')])
     const error = await rejectionOf(fx.host.spawn.start({ prompt: 'hi', parent: parent as never, signal: signal() }))
+    expect(error).toBeInstanceOf(TypeError)
+    await expectNothingPublished(fx, { store: fx.store, agents: [fx.parent.id] })
+  })
+
+  it.each([
+    ['a numeric prompt', { prompt: 42 }],
+    ['a prompt with a malformed content block', { prompt: [{ type: 'image', url: 'x' }] }],
+    ['agentOptions that are not an object', { agentOptions: 'fast' }],
+    ['agentOptions with a negative maxTokens', { agentOptions: { maxTokens: -1 } }],
+    ['agentOptions with an empty provider', { agentOptions: { provider: '' } }],
+    ['a non-string label', { label: 7 }],
+    ['a non-string persona', { persona: { text: 'x' } }],
+    ['a toolFilter that is not an object', { toolFilter: ['alpha'] }],
+    ['a toolFilter whose allow is not a list', { toolFilter: { allow: 'alpha' } }],
+    ['a signal that is not an AbortSignal', { signal: { aborted: false } }],
+  ])('§1 a request with %s is rejected with a TypeError and nothing is published', async (_label, patch) => {
+    const fx = withStore(transport, [textResponse('never')])
+    fx.host.tools.register(noop())
+    const request = { prompt: 'hi', parent: fx.parent, signal: signal(), ...patch }
+    const error = await rejectionOf(fx.host.spawn.start(request as never))
     expect(error).toBeInstanceOf(TypeError)
     await expectNothingPublished(fx, { store: fx.store, agents: [fx.parent.id] })
   })
@@ -412,6 +461,15 @@ describe.each(TRANSPORTS)('§1 start: child identity and options [%s]', (transpo
     const parent = fx.host.createAgent({ options: { provider: 'scripted', model: 'm-1', maxTokens: 10 } })
     const run = await fx.host.spawn.start({ prompt: 'hi', parent, signal: signal(), agentOptions: { maxTokens: 99 } })
     expect(childView(fx.host, run).options).toEqual({ provider: 'scripted', model: 'm-1', maxTokens: 99, subagentDepth: 1 })
+    await run.result
+    await run.dispose()
+  })
+
+  it('§1.6 nothing else is invented or copied: foreign option keys of the parent or of agentOptions stay behind', async () => {
+    const fx = setup(transport, [textResponse('ok')])
+    const parent = foreignParent({ options: { provider: 'scripted', model: 'm-2', maxTokens: 5, temperature: 0.2, subagentDepth: 0 } })
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent, signal: signal(), agentOptions: { extra: true } as never })
+    expect(childView(fx.host, run).options).toEqual({ provider: 'scripted', model: 'm-2', maxTokens: 5, subagentDepth: 1 })
     await run.result
     await run.dispose()
   })
