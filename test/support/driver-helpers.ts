@@ -1,0 +1,117 @@
+/**
+ * Helpers for the driver part of the contract suite (§1 start, §2 run, §3 result, §5 fork,
+ * §7 lifecycle). They observe children only through public surfaces, and never assume that
+ * events from a child arrive synchronously.
+ */
+import { expect } from 'vitest'
+import type { AgentView, Host, SessionEvent, SessionStore, SubagentEndEvent, SubagentRun, SubagentStartEvent } from 'subagent-worker'
+import type { Fixture } from './harness.js'
+
+export const PRE_PUBLICATION = 'subagent request was aborted before child publication'
+export const MAX_DEPTH_MESSAGE = 'subagent maxDepth must be a non-negative safe integer'
+export const SUBAGENT_DEPTH_MESSAGE = 'agent subagentDepth must be a non-negative safe integer'
+export const SAFE_RANGE_MESSAGE = 'subagent child depth exceeds the safe-integer range'
+
+/** Polls until `predicate` holds; fails the test (never hangs) after `timeoutMs`. */
+export async function waitFor(predicate: () => boolean, what = 'condition', timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+/** The rejection reason of `promise`; fails if it fulfils. */
+export async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise
+  } catch (error) {
+    return error as Error
+  }
+  throw new Error('expected the promise to reject, but it fulfilled')
+}
+
+/** Records every lifecycle event of a host, in emission order. */
+export function recordLifecycle(host: Host): {
+  starts: SubagentStartEvent[]
+  ends: SubagentEndEvent[]
+  order: Array<['start' | 'end', string]>
+} {
+  const starts: SubagentStartEvent[] = []
+  const ends: SubagentEndEvent[] = []
+  const order: Array<['start' | 'end', string]> = []
+  host.on('subagent/start', (info) => {
+    starts.push(info)
+    order.push(['start', info.runId])
+  })
+  host.on('subagent/end', (info) => {
+    ends.push(info)
+    order.push(['end', info.runId])
+  })
+  return { starts, ends, order }
+}
+
+/** The host's copy of a published child's events (complete once its result settled). */
+export function childEvents(host: Host, run: SubagentRun): readonly SessionEvent[] {
+  const view = host.agents.get(run.id)
+  if (!view) throw new Error(`child ${run.id} is not in host.agents`)
+  return view.session.events
+}
+
+export function childView(host: Host, run: SubagentRun): AgentView {
+  const view = host.agents.get(run.id)
+  if (!view) throw new Error(`child ${run.id} is not in host.agents`)
+  return view
+}
+
+/** Turn-end reasons of a session's events. */
+export function turnEnds(events: readonly SessionEvent[]): unknown[] {
+  return events.filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason: unknown }).reason)
+}
+
+/**
+ * Asserts the rejected start left nothing behind: only the expected agents in `host.agents`,
+ * no session besides theirs in the store, no model request spent.
+ */
+export async function expectNothingPublished(
+  fixture: Pick<Fixture, 'host' | 'model'>,
+  options: { store?: SessionStore; agents?: string[] } = {},
+): Promise<void> {
+  const { host, model } = fixture
+  const agents = options.agents ?? []
+  // Let any stray asynchronous work (store writes, streamed events) land before looking.
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  expect(host.agents.list().map((a) => a.id).sort()).toEqual([...agents].sort())
+  if (options.store) {
+    const stored = (await options.store.list()).map((h) => h.id).filter((id) => !agents.includes(id))
+    expect(stored).toEqual([])
+  }
+  expect(model.requests.length).toBe(0)
+}
+
+/** A parent that was not created by any host: any `{ id, options, session: { header, events } }` is valid. */
+export function foreignParent(
+  init: { id?: string; options?: Record<string, unknown>; header?: Record<string, unknown>; events?: SessionEvent[] } = {},
+): AgentView {
+  const id = init.id ?? 'foreign-parent'
+  return {
+    id,
+    options: (init.options ?? { provider: 'scripted', model: 'scripted-1' }) as AgentView['options'],
+    session: { header: { id, createdAt: '2026-01-01T00:00:00.000Z', ...init.header }, events: init.events ?? [] },
+  }
+}
+
+/** Collects process warnings with a given code while a test runs. */
+export function captureWarnings(code: string): { warnings: Error[]; stop(): void } {
+  const warnings: Error[] = []
+  const listener = (warning: Error & { code?: string }) => {
+    if (warning.code === code) warnings.push(warning)
+  }
+  process.on('warning', listener)
+  return { warnings, stop: () => void process.off('warning', listener) }
+}
+
+/** Names of the tools a model request offered. */
+export function toolNames(request: { tools?: Array<{ name: string }> }): string[] {
+  return (request.tools ?? []).map((t) => t.name)
+}
