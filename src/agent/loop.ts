@@ -220,7 +220,10 @@ export class AgentRuntime implements Agent {
         if (signal.aborted) break
         const task = this.#executeCall(call, signal, step).then((result) => settle(index, result))
         running.add(task)
-        void task.finally(() => running.delete(task))
+        task.then(
+          () => running.delete(task),
+          () => running.delete(task),
+        )
         if (exclusive) await Promise.race([task, stopped.promise])
       }
       if (!signal.aborted) await Promise.race([Promise.all(running), stopped.promise])

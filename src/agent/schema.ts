@@ -18,7 +18,7 @@ const OTHER_KEYWORDS = new Set(['type', 'properties', 'required', 'additionalPro
 
 /**
  * Throws an UnsupportedSchemaError unless `schema` is plain JSON, rooted at `type: 'object'`,
- * and uses only the supported keywords. `what` names the schema in the message.
+ * uses only the supported keywords and compiles. `what` names the schema in the message.
  */
 export function checkSchemaSubset(schema: unknown, what: string): asserts schema is Record<string, unknown> {
   assertJson(schema, what, '#', new Set())
@@ -26,6 +26,11 @@ export function checkSchemaSubset(schema: unknown, what: string): asserts schema
     throw new UnsupportedSchemaError(`${what} must be a JSON Schema object with "type": "object" at its root`)
   }
   checkNode(schema, what, '#', true)
+  try {
+    argumentValidator(schema)
+  } catch (error) {
+    throw new UnsupportedSchemaError(`${what} is not a valid JSON Schema: ${(error as Error).message}`)
+  }
 }
 
 function checkNode(node: unknown, what: string, at: string, root = false): void {

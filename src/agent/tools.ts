@@ -7,7 +7,7 @@
 import type { ContentBlock } from '../protocol/content.js'
 import type { AgentView } from './view.js'
 import type { ToolSchema } from './model.js'
-import { argumentValidator, checkSchemaSubset } from './schema.js'
+import { checkSchemaSubset } from './schema.js'
 
 export interface ToolExecution {
   /** The calling agent (for a host tool called by a worker child: the host's view of it). */
@@ -52,7 +52,6 @@ export function defineTool<Args = Record<string, unknown>>(definition: ToolDefin
   if (typeof description !== 'string') throw new TypeError(`tool "${name}" needs a string description`)
   if (typeof execute !== 'function') throw new TypeError(`tool "${name}" needs an execute function`)
   checkSchemaSubset(parameters, `tool "${name}" parameters`)
-  argumentValidator(parameters)
   return definition
 }
 

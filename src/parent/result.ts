@@ -51,7 +51,7 @@ export function extractResult(events: readonly SessionEvent[], outcome: ChildOut
     diagnostic = 'the child finished its turn without reporting a result through structured_output'
   }
   const result: SubagentResult = { output, stopReason }
-  if (diagnostic !== undefined && stopReason !== 'completed') result.diagnostic = truncateDiagnostic(diagnostic)
+  if (diagnostic !== undefined && stopReason !== 'completed') result.diagnostic = truncateDiagnostic(redactDiagnostic(diagnostic))
   return result
 }
 
@@ -84,6 +84,21 @@ function diagnosticOf(end: TurnEndReason | undefined, context: ExtractionContext
     default:
       return undefined
   }
+}
+
+const CREDENTIAL_TOKEN = /\b(?:sk|pk|rk|ghp|gho|ghs|xox[abprs])[-_][A-Za-z0-9_-]{8,}|\bBearer\s+[A-Za-z0-9._~+/-]{8,}=*/g
+const CREDENTIAL_FIELD = /\b(api[-_]?key|access[-_]?token|token|secret|password|authorization)(["']?\s*[:=]\s*["']?)[^\s"',;]+/gi
+
+/**
+ * Diagnostics may quote an error message (a model's, a crashed worker's), which is not ours to
+ * trust: values of the process environment and credential-shaped text are blanked out.
+ */
+export function redactDiagnostic(text: string): string {
+  let redacted = text.replace(CREDENTIAL_TOKEN, '[redacted]').replace(CREDENTIAL_FIELD, '$1$2[redacted]')
+  for (const value of Object.values(process.env)) {
+    if (value && value.length >= 8 && redacted.includes(value)) redacted = redacted.split(value).join('[redacted]')
+  }
+  return redacted
 }
 
 /** At most 4096 UTF-8 bytes, cut on a character boundary, marked when cut. */
