@@ -14,7 +14,7 @@ import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
 import { argumentValidator, describeErrors } from './schema.js'
 import { Session } from './session.js'
-import { renderToolValue, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
+import { renderToolValue, ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
 import type { Agent, AgentOptions } from './view.js'
 
 export interface AgentEnvironment {
@@ -268,7 +268,10 @@ export class AgentRuntime implements Agent {
           const { content, value } = renderToolValue(tool, await tool.execute(args as Record<string, unknown>, execution))
           result = { isError: false, content, ...(value === undefined ? {} : { value }) }
         } catch (error) {
-          result = errorResult('FAILED', `tool "${call.name}" failed: ${messageOf(error)}`)
+          result =
+            error instanceof ToolError
+              ? errorResult(error.code, error.message)
+              : errorResult('FAILED', `tool "${call.name}" failed: ${messageOf(error)}`)
         }
       }
     }

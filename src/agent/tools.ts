@@ -59,6 +59,20 @@ export function toolSchema(tool: ToolDefinition): ToolSchema {
   return { name: tool.name, description: tool.description, parameters: tool.parameters }
 }
 
+/**
+ * Thrown by a tool to give the model an error result with exactly this text (a plain throw is
+ * reported as `tool "<name>" failed: <message>`).
+ */
+export class ToolError extends Error {
+  override name = 'ToolError'
+  readonly code: 'FAILED' | 'DENIED'
+
+  constructor(message: string, code: 'FAILED' | 'DENIED' = 'FAILED') {
+    super(message)
+    this.code = code
+  }
+}
+
 /** A value whose text was already rendered elsewhere (a host tool called from a worker thread). */
 export class RenderedValue {
   constructor(

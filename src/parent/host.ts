@@ -12,6 +12,7 @@ import { defineTool, type ToolDefinition } from '../agent/tools.js'
 import type { Agent, AgentOptions, AgentView } from '../agent/view.js'
 import type { SessionHeader } from '../protocol/session.js'
 import { InlineTransport } from './inline.js'
+import { createJobRegistry, type JobRegistry } from './jobs.js'
 import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from './lifecycle.js'
 import { agentModuleUrl, loadAgentModule } from '../agent/module-loader.js'
 import { checkAgentOptions } from './options.js'
@@ -57,6 +58,8 @@ export interface Host {
   agents: { get(id: string): AgentView | undefined; list(): AgentView[] }
   spawn: SubagentProvider
   fork: SubagentProvider
+  /** Background one-shot runs started by the `subagent` tool. */
+  jobs: JobRegistry
   createAgent(init?: AgentInit): Agent
   on<E extends LifecycleEventName>(event: E, listener: (info: LifecycleEvents[E]) => void): () => void
   /** Settles every live run (`aborted`), stops the pool, flushes the store. */
@@ -74,6 +77,7 @@ export function createHost(options: HostOptions = {}): Host {
   const agents = new Map<string, AgentView>()
   const runs = new Set<DelegationRun>()
   const topLevel = new Map<string, { agent: AgentRuntime; writer: SessionWriter }>()
+  const jobs = createJobRegistry()
   let loaded: AgentModule = {}
   const hooks: AgentHooks = {}
   let closing: Promise<void> | undefined
@@ -173,6 +177,7 @@ export function createHost(options: HostOptions = {}): Host {
     },
     spawn: createProvider(providerHost, 'spawn'),
     fork: createProvider(providerHost, 'fork'),
+    jobs,
     createAgent(init = {}) {
       if (closing) throw new Error('the host is closed: create a new host to create agents')
       const id = init.id ?? randomUUID()
@@ -192,6 +197,7 @@ export function createHost(options: HostOptions = {}): Host {
     close() {
       return (closing ??= (async () => {
         await Promise.allSettled([...runs].map((run) => run.dispose()))
+        await jobs.killAll()
         for (const { agent } of topLevel.values()) agent.cancel({ kind: 'host-closed' })
         await Promise.allSettled([...topLevel.values()].map(({ agent }) => agent.whenIdle()))
         await transport.close()

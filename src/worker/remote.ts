@@ -1,6 +1,6 @@
 /** Stand-ins for host-placed models and tools: each call goes to the host over the RPC. */
 import type { Model, ModelRequest } from '../agent/model.js'
-import { RenderedValue, type ToolDefinition } from '../agent/tools.js'
+import { RenderedValue, ToolError, type ToolDefinition } from '../agent/tools.js'
 import type { RemoteToolDescriptor } from '../protocol/lifecycle.js'
 import type { RpcClient } from '../protocol/rpc.js'
 import type { StreamChunk } from '../protocol/stream.js'
@@ -44,7 +44,15 @@ export function remoteTool(rpc: RpcClient, descriptor: RemoteToolDescriptor): To
   return {
     ...descriptor,
     async execute(args, exec) {
-      const reply = (await rpc.call('tool', descriptor.name, { args, callId: exec.callId }, { signal: exec.signal })) as RemoteToolReply
+      let reply: RemoteToolReply
+      try {
+        reply = (await rpc.call('tool', descriptor.name, { args, callId: exec.callId }, { signal: exec.signal })) as RemoteToolReply
+      } catch (error) {
+        // Keep a deliberate tool error deliberate across the boundary, exact text and code.
+        const { name, message, code } = error as { name?: string; message?: string; code?: string }
+        if (name === 'ToolError') throw new ToolError(message ?? '', code === 'DENIED' ? 'DENIED' : 'FAILED')
+        throw error
+      }
       if (typeof reply?.text !== 'string') throw new Error(`host tool "${descriptor.name}" sent a malformed reply`)
       if (reply.concluded) exec.concludeTurn()
       return new RenderedValue(reply.value, reply.text)
