@@ -3,6 +3,7 @@ export { createHost, type Host, type HostOptions, type PoolOptions, type AgentIn
 export type { SubagentProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason } from './parent/types.js'
 export { SubagentDepthError } from './parent/depth.js'
 export { createMemoryStore, type SessionStore } from './parent/store.js'
+export { createNdjsonStore } from './parent/ndjson-store.js'
 export type { LifecycleEvents, SubagentStartEvent, SubagentEndEvent } from './parent/lifecycle.js'
 export { truncateDiagnostic } from './parent/result.js'
 export { createSubagentTool, type SubagentToolConfig, type ForegroundValue, type BackgroundValue } from './parent/subagent-tool.js'

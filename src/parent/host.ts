@@ -10,7 +10,7 @@ import type { AgentHooks, AgentModule } from '../agent/module.js'
 import { SECTION_ORDER } from '../agent/prompt.js'
 import { defineTool, type ToolDefinition } from '../agent/tools.js'
 import type { Agent, AgentOptions, AgentView } from '../agent/view.js'
-import type { SessionHeader } from '../protocol/session.js'
+import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 import { InlineTransport } from './inline.js'
 import { createJobRegistry, type JobRegistry } from './jobs.js'
 import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from './lifecycle.js'
@@ -61,6 +61,8 @@ export interface Host {
   /** Background one-shot runs started by the `subagent` tool. */
   jobs: JobRegistry
   createAgent(init?: AgentInit): Agent
+  /** Rebuilds a top-level agent from its stored transcript; later events append to it. */
+  resumeAgent(id: string, options?: AgentOptions): Promise<Agent>
   on<E extends LifecycleEventName>(event: E, listener: (info: LifecycleEvents[E]) => void): () => void
   /** Settles every live run (`aborted`), stops the pool, flushes the store. */
   close(): Promise<void>
@@ -142,6 +144,18 @@ export function createHost(options: HostOptions = {}): Host {
     },
   }
 
+  /** Registers a top-level agent whose loop runs in this thread; `events` resume a stored one. */
+  const adopt = (header: SessionHeader, agentOptions: AgentOptions, events?: SessionEvent[]): Agent => {
+    const { id } = header
+    const agent = new AgentRuntime({ id, options: agentOptions, header, ...(events ? { seed: events } : {}) }, env)
+    if (settings.persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: settings.persona })
+    const writer = new SessionWriter(store, header, [], events !== undefined)
+    agent.session.onAppend((event) => writer.append(event))
+    agents.set(id, agent)
+    topLevel.set(id, { agent, writer })
+    return agent
+  }
+
   const taken = (kind: 'model' | 'tool', name: string, hostHas: boolean, moduleHas: boolean) => {
     if (hostHas) throw new Error(`${kind} "${name}" is already registered on this host`)
     if (moduleHas) throw new Error(`${kind} "${name}" is already defined by the agent module: give the host ${kind} another name`)
@@ -185,13 +199,15 @@ export function createHost(options: HostOptions = {}): Host {
       if (agents.has(id)) throw new Error(`an agent with id "${id}" already exists on this host`)
       const agentOptions = { ...checkAgentOptions(init.options ?? {}, 'agent options') }
       const header: SessionHeader = { id, createdAt: new Date().toISOString(), ...checkHeaderInit(init.header) }
-      const agent = new AgentRuntime({ id, options: agentOptions, header }, env)
-      if (settings.persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: settings.persona })
-      const writer = new SessionWriter(store, header, [])
-      agent.session.onAppend((event) => writer.append(event))
-      agents.set(id, agent)
-      topLevel.set(id, { agent, writer })
-      return agent
+      return adopt(header, agentOptions)
+    },
+    async resumeAgent(id, resumeOptions = {}) {
+      if (closing) throw new Error('the host is closed: create a new host to resume agents')
+      if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host`)
+      const stored = await store.read(id)
+      if (!stored) throw new Error(`no session "${id}" in the store`)
+      if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host`)
+      return adopt(stored.header, { ...checkAgentOptions(resumeOptions, 'resume options') }, stored.events)
     },
     on: (event, listener) => lifecycle.on(event, listener),
     close() {

@@ -46,11 +46,12 @@ export class SessionWriter {
   #queued = false
   #failure: unknown
 
-  constructor(store: SessionStore, header: SessionHeader, events: readonly SessionEvent[]) {
+  /** `existing`: the session is already in the store (a resumed agent), so only append. */
+  constructor(store: SessionStore, header: SessionHeader, events: readonly SessionEvent[], existing = false) {
     this.#store = store
     this.#id = header.id
     this.#pending = [...events]
-    this.#chain = this.#guard(() => store.create(header))
+    this.#chain = existing ? Promise.resolve() : this.#guard(() => store.create(header))
     this.#schedule()
   }
 

@@ -1,0 +1,58 @@
+/** Durable transcripts: every session reaches the store, outlives the registry, and resumes with its depth budget. */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { createNdjsonStore, SubagentDepthError, textResponse } from 'subagent-worker'
+import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
+
+let dir: string
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sw-durable-'))
+})
+afterEach(async () => {
+  await closeHosts()
+  await rm(dir, { recursive: true, force: true })
+})
+
+describe.each(TRANSPORTS)('durable transcripts [%s]', (transport) => {
+  it('a disposed child leaves host.agents but its transcript stays in the ndjson store', async () => {
+    const store = createNdjsonStore(dir)
+    const { host, parent } = setup(transport, [textResponse('kept')], { store })
+    const run = await host.spawn.start({ prompt: 'remember me', parent, signal: signal() })
+    await run.result
+    const events = [...host.agents.get(run.id)!.session.events]
+    await run.dispose()
+    expect(host.agents.get(run.id)).toBeUndefined()
+    const stored = await store.read(run.id)
+    expect(stored!.header).toMatchObject({ id: run.id, parentSession: parent.id, origin: 'subagent', delegationDepth: 1 })
+    expect(stored!.events).toEqual(events)
+  })
+
+  it('a resumed child session keeps its delegation budget and appends to the same transcript', async () => {
+    const store = createNdjsonStore(dir)
+    const { host, parent } = setup(transport, [textResponse('first life'), textResponse('second life')], { store })
+    const run = await host.spawn.start({ prompt: 'hello', parent, signal: signal() })
+    await run.result
+    await run.dispose()
+    const before = (await store.read(run.id))!.events.length
+
+    const resumed = await host.resumeAgent(run.id, { provider: 'scripted' })
+    expect(resumed.session.header.delegationDepth).toBe(1)
+    // Runtime options never lower the persisted depth: a child of the resumed agent is at depth 2.
+    await expect(host.spawn.start({ prompt: 'deeper', parent: resumed, signal: signal(), maxDepth: 1 })).rejects.toBeInstanceOf(SubagentDepthError)
+    resumed.followup('again')
+    await resumed.whenIdle()
+    await host.close()
+    const after = await store.read(run.id)
+    expect(after!.events.length).toBeGreaterThan(before)
+    expect(after!.events.map((e) => e.seq)).toEqual(after!.events.map((_, i) => i))
+  })
+
+  it('resuming an unknown or live session is a clear error', async () => {
+    const { host, parent } = setup(transport, [])
+    await expect(host.resumeAgent('nope')).rejects.toThrow('no session "nope" in the store')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    await expect(host.resumeAgent(parent.id)).rejects.toThrow(/already live/)
+  })
+})
