@@ -1,0 +1,145 @@
+/**
+ * The OpenAI-compatible model against a real HTTP server on 127.0.0.1 (no mock of the client),
+ * as children on every transport would use it: registered on the host, reached over the RPC.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createHost, defineTool, OpenAICompatibleModel, type Host } from 'subagent-worker'
+import { TRANSPORTS } from '../support/harness.js'
+
+type Handler = (body: Record<string, unknown>, req: IncomingMessage, res: ServerResponse) => void
+const cleanups: Array<() => Promise<void>> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+async function server(handlers: Handler[]): Promise<{ url: string; bodies: Array<Record<string, unknown>>; headers: IncomingMessage['headers'][] }> {
+  const bodies: Array<Record<string, unknown>> = []
+  const headers: IncomingMessage['headers'][] = []
+  const http = createServer((req, res) => {
+    let raw = ''
+    req.on('data', (chunk) => (raw += chunk))
+    req.on('end', () => {
+      const body = JSON.parse(raw) as Record<string, unknown>
+      bodies.push(body)
+      headers.push(req.headers)
+      const handler = handlers[bodies.length - 1]
+      if (!handler) {
+        res.writeHead(500).end('no handler')
+        return
+      }
+      handler(body, req, res)
+    })
+  })
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+  cleanups.push(() => new Promise((resolve) => http.close(() => resolve())))
+  cleanups.push(async () => http.closeAllConnections())
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/v1`, bodies, headers }
+}
+
+function sse(res: ServerResponse, chunks: object[], done = true): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' })
+  for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`)
+  if (done) res.end('data: [DONE]\n\n')
+}
+
+const text = (content: string, finish: string | null = null) => ({ choices: [{ delta: { content }, finish_reason: finish }] })
+
+function hostWith(transport: (typeof TRANSPORTS)[number], url: string): Host {
+  const host = createHost({ isolation: transport })
+  cleanups.push(() => host.close())
+  host.models.register('openai', new OpenAICompatibleModel({ baseUrl: url, apiKey: 'sk-test-key-0123456789' }))
+  return host
+}
+
+describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) => {
+  it('streams text and usage into the child, sending the system prompt, the key and maxTokens', async () => {
+    const api = await server([(_, __, res) => sse(res, [text('Hello'), text(' there', 'stop'), { choices: [], usage: { prompt_tokens: 12, completion_tokens: 3 } }])])
+    const host = hostWith(transport, api.url)
+    const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test', maxTokens: 64 } })
+    const run = await host.spawn.start({ prompt: 'Say hello', parent, signal: new AbortController().signal })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'Hello there' }], stopReason: 'completed' })
+    const message = host.agents.get(run.id)!.session.events.find((e) => e.type === 'assistant/message')!
+    expect(message.data).toEqual({ content: [{ type: 'text', text: 'Hello there' }], usage: { inputTokens: 12, outputTokens: 3 } })
+    await run.dispose()
+    expect(api.headers[0]!.authorization).toBe('Bearer sk-test-key-0123456789')
+    expect(api.bodies[0]).toMatchObject({ model: 'gpt-test', max_tokens: 64, stream: true })
+    const messages = api.bodies[0]!.messages as Array<{ role: string; content: string }>
+    expect(messages[0]!.role).toBe('system')
+    expect(messages[1]).toEqual({ role: 'user', content: 'Say hello' })
+  })
+
+  it('assembles a tool call streamed in pieces, runs it, and sends the result back', async () => {
+    const api = await server([
+      (_, __, res) =>
+        sse(res, [
+          { choices: [{ delta: { tool_calls: [{ index: 0, id: 'call_1', function: { name: 'add', arguments: '{"a":' } }] } }] },
+          { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: '2,"b":3}' } }] }, finish_reason: 'tool_calls' }] },
+        ]),
+      (_, __, res) => sse(res, [text('5', 'stop')]),
+    ])
+    const host = hostWith(transport, api.url)
+    host.tools.register(
+      defineTool<{ a: number; b: number }>({
+        name: 'add',
+        description: 'Adds.',
+        parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+        execute: ({ a, b }) => a + b,
+      }),
+    )
+    const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test' } })
+    const run = await host.spawn.start({ prompt: 'add 2 and 3', parent, signal: new AbortController().signal })
+    expect((await run.result).output).toEqual([{ type: 'text', text: '5' }])
+    await run.dispose()
+    expect((api.bodies[0]!.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(['add'])
+    const second = api.bodies[1]!.messages as Array<Record<string, unknown>>
+    expect(second.slice(-2)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: '{"a":2,"b":3}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '5' },
+    ])
+  })
+
+  it('maps finish reasons: length is max-tokens, content_filter is a refusal', async () => {
+    const api = await server([(_, __, res) => sse(res, [text('cut', 'length')]), (_, __, res) => sse(res, [text('', 'content_filter')])])
+    const host = hostWith(transport, api.url)
+    const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test' } })
+    const first = await host.spawn.start({ prompt: 'long', parent, signal: new AbortController().signal })
+    expect((await first.result).stopReason).toBe('max-tokens')
+    const second = await host.spawn.start({ prompt: 'bad', parent, signal: new AbortController().signal })
+    expect((await second.result).stopReason).toBe('refusal')
+    await Promise.all([first.dispose(), second.dispose()])
+  })
+
+  it('an abort closes the HTTP request and settles the child aborted with the streamed text', async () => {
+    let closed!: () => void
+    const requestClosed = new Promise<void>((resolve) => (closed = resolve))
+    const api = await server([
+      (_, req, res) => {
+        sse(res, [text('partial answer')], false)
+        res.on('close', () => closed())
+      },
+    ])
+    const host = hostWith(transport, api.url)
+    const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test' } })
+    const controller = new AbortController()
+    const run = await host.spawn.start({ prompt: 'go on forever', parent, signal: controller.signal })
+    while (!host.agents.get(run.id)!.session.events.some((e) => e.type === 'assistant/chunk')) await new Promise((r) => setTimeout(r, 5))
+    controller.abort()
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'partial answer' }], stopReason: 'aborted' })
+    await requestClosed
+    await run.dispose()
+  })
+
+  it('an HTTP error settles the child error, with the key redacted from the diagnostic', async () => {
+    const api = await server([(_, __, res) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"Incorrect API key provided: sk-test-key-0123456789"}')])
+    const host = hostWith(transport, api.url)
+    const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test' } })
+    const run = await host.spawn.start({ prompt: 'x', parent, signal: new AbortController().signal })
+    const { stopReason, diagnostic } = await run.result
+    expect(stopReason).toBe('error')
+    expect(diagnostic).toContain('HTTP 401')
+    expect(diagnostic).not.toContain('sk-test-key-0123456789')
+    await run.dispose()
+  })
+})
