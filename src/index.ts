@@ -1,6 +1,6 @@
 // The public surface (DESIGN.md): re-exports only.
-export { createHost, type Host, type HostOptions, type PoolOptions, type AgentInit } from './parent/host.js'
-export type { SubagentProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason } from './parent/types.js'
+export { createHost, type Host, type HostOptions, type AgentInit } from './parent/host.js'
+export type { SubagentProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason, PoolOptions } from './parent/types.js'
 export { SubagentDepthError } from './parent/depth.js'
 export { createMemoryStore, type SessionStore } from './parent/store.js'
 export { createNdjsonStore } from './parent/ndjson-store.js'

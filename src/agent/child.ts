@@ -3,32 +3,13 @@
  * the tool restriction, the structured-output runtime and the descriptor hook. Both transports
  * call this with the same plain-data spec, so a child is the same thing on either side.
  */
-import type { SessionEvent, SessionHeader } from '../protocol/session.js'
+import type { ChildDescriptor, ChildSpec } from '../protocol/lifecycle.js'
+import type { AgentView } from './view.js'
 import { AgentRuntime, type AgentEnvironment } from './loop.js'
 import { SECTION_ORDER } from './prompt.js'
 import { attachStructuredRuntime, type StructuredCapture } from './structured.js'
-import type { ToolFilter } from './tools.js'
-import type { AgentOptions } from './view.js'
 
-export interface ChildDescriptor {
-  mode: 'one-shot'
-  provider: string
-  label?: string
-}
-
-/** Everything needed to build a child; plain data, so it can cross a thread boundary. */
-export interface ChildSpec {
-  id: string
-  header: SessionHeader
-  options: AgentOptions
-  /** The fork seed (empty for spawn). */
-  seed: SessionEvent[]
-  /** Shadows the deployment persona for this child only. */
-  persona?: string
-  toolFilter?: ToolFilter
-  outputSchema?: object
-  descriptor: ChildDescriptor
-}
+export type { ChildDescriptor, ChildSpec }
 
 export interface ComposedChild {
   agent: AgentRuntime
@@ -38,8 +19,9 @@ export interface ComposedChild {
 export const DELEGATION_SCOPE =
   'You are a delegated subagent working on one task for a parent agent. Your tools and permissions were fixed when you were started and cannot be widened. If an operation is denied or a tool is missing, do not retry it or look for a way around it: finish with what you could do and say plainly which limit stopped you.'
 
-export function composeChild(spec: ChildSpec, env: AgentEnvironment, deploymentPersona?: string): ComposedChild {
-  const agent = new AgentRuntime({ id: spec.id, options: spec.options, header: spec.header, seed: spec.seed }, { ...env, delegated: true })
+/** `view` is what the child's tools and hooks see of it (the host's view, where there is one). */
+export function composeChild(spec: ChildSpec, env: AgentEnvironment, deploymentPersona: string | undefined, view: AgentView): ComposedChild {
+  const agent = new AgentRuntime({ id: spec.id, options: spec.options, header: spec.header, seed: spec.seed, view }, { ...env, delegated: true })
   const persona = spec.persona ?? deploymentPersona
   if (persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: persona })
   agent.prompt.set({ id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE })

@@ -6,6 +6,7 @@
  * with exactly one `turn/end`; failures become its reason, never an exception.
  */
 import type { ContentBlock, ToolCallBlock } from '../protocol/content.js'
+import { messageOf, tryClone } from '../protocol/lifecycle.js'
 import type { SessionEvent, SessionHeader, ToolErrorCode, ToolResultData, TurnEndReason, Usage } from '../protocol/session.js'
 import type { FinishReason, StreamChunk } from '../protocol/stream.js'
 import { isContentBlock, isStreamChunk } from '../protocol/validators.js'
@@ -15,7 +16,9 @@ import { PromptSections } from './prompt.js'
 import { argumentValidator, describeErrors } from './schema.js'
 import { Session } from './session.js'
 import { renderToolValue, ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
-import type { Agent, AgentOptions } from './view.js'
+import type { Agent, AgentOptions, AgentView } from './view.js'
+
+export { messageOf }
 
 export interface AgentEnvironment {
   models: { get(name: string): Model | undefined }
@@ -40,6 +43,8 @@ export interface AgentInit {
   options: AgentOptions
   header: SessionHeader
   seed?: readonly SessionEvent[]
+  /** What tools see as `exec.agent`; by default the agent itself. */
+  view?: AgentView
 }
 
 type StepOutcome = { end: TurnEndReason } | { calls: ToolCallBlock[] }
@@ -58,6 +63,7 @@ export class AgentRuntime implements Agent {
   #projected = 0
   #idle: Promise<void> | undefined
   #turn: AbortController | undefined
+  readonly #view: AgentView
 
   constructor(init: AgentInit, env: AgentEnvironment) {
     this.id = init.id
@@ -65,6 +71,7 @@ export class AgentRuntime implements Agent {
     this.session = new Session(init.header, init.seed)
     this.tools = new ToolScope(env.tools)
     this.#env = env
+    this.#view = init.view ?? this
   }
 
   /** Queues a user message; a turn starts now if the agent is idle. */
@@ -123,7 +130,8 @@ export class AgentRuntime implements Agent {
       for (const contribution of this.#beforeModelRequest) contribution()
       const { beforeStep } = this.#env.hooks
       if (beforeStep) {
-        const verdict = await beforeStep(this)
+        const stopped = abortPromise(signal)
+        const verdict = await Promise.race([beforeStep(this.#view), stopped.promise]).finally(() => stopped.dispose())
         if (signal.aborted) return aborted(signal)
         if (verdict === 'reject') return { kind: 'blocked', message: 'a beforeStep hook rejected the step' }
       }
@@ -199,9 +207,12 @@ export class AgentRuntime implements Agent {
     const step: StepContext = { conclude: () => void (concluded = true) }
     const results: Array<ToolResultData | undefined> = new Array(calls.length)
     let appended = 0
-    const settle = (index: number, result: ToolResultData) => {
+    // A result becomes authoritative when it is recorded: observers (the structured-output
+    // commit) see it then, and never once the step was cut short.
+    const settle = (index: number, result: ToolResultData, execution?: ToolExecution, final?: ToolResult) => {
       if (closed) return
       results[index] = result
+      if (execution && final) for (const observer of this.#observers) observer(execution, final, step)
       for (let next = results[appended]; next; next = results[appended]) {
         this.session.append('tool/result', next)
         appended++
@@ -218,7 +229,7 @@ export class AgentRuntime implements Agent {
           await Promise.race([exclusive ? Promise.all(running) : Promise.race(running), stopped.promise])
         }
         if (signal.aborted) break
-        const task = this.#executeCall(call, signal, step).then((result) => settle(index, result))
+        const task = this.#executeCall(call, signal, step).then(({ data, execution, result }) => settle(index, data, execution, result))
         running.add(task)
         task.then(
           () => running.delete(task),
@@ -239,13 +250,13 @@ export class AgentRuntime implements Agent {
     return concluded
   }
 
-  async #executeCall(call: ToolCallBlock, signal: AbortSignal, step: StepContext): Promise<ToolResultData> {
+  async #executeCall(call: ToolCallBlock, signal: AbortSignal, step: StepContext): Promise<{ data: ToolResultData; execution?: ToolExecution; result?: ToolResult }> {
     const base = { callId: call.id, name: call.name }
     const denial = this.tools.denial({ name: call.name, callId: call.id })
     // A guard's denial is final: no hook sees it, so none can turn it back into a success.
-    if (denial !== undefined) return { ...base, ...errorResult('DENIED', denial) }
+    if (denial !== undefined) return { data: { ...base, ...errorResult('DENIED', denial) } }
 
-    const execution: ToolExecution = { agent: this, callId: call.id, signal, concludeTurn: step.conclude }
+    const execution: ToolExecution = { agent: this.#view, callId: call.id, signal, concludeTurn: step.conclude }
     let args: unknown = call.arguments
     let result: ToolResult
     const tool = this.tools.resolve(call.name)
@@ -266,7 +277,7 @@ export class AgentRuntime implements Agent {
       } else {
         try {
           const { content, value } = renderToolValue(tool, await tool.execute(args as Record<string, unknown>, execution))
-          result = { isError: false, content, ...(value === undefined ? {} : { value }) }
+          result = { isError: false, content, ...keepable(value) }
         } catch (error) {
           result =
             error instanceof ToolError
@@ -283,8 +294,7 @@ export class AgentRuntime implements Agent {
         result = errorResult('FAILED', `afterTool hook failed: ${messageOf(error)}`)
       }
     }
-    for (const observer of this.#observers) observer(execution, result, step)
-    return { ...base, ...result }
+    return { data: { ...base, ...result }, execution, result }
   }
 
   /** The conversation as the model sees it, projected from the session incrementally. */
@@ -316,25 +326,31 @@ export function errorResult(code: ToolErrorCode, text: string): ToolResult {
   return { isError: true, code, content: [{ type: 'text', text }] }
 }
 
+const ERROR_CODES = new Set<unknown>(['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'])
+
+/** A hook's result is recorded and may cross a thread, so it must be plain, known data. */
 function checkHookResult(result: ToolResult): ToolResult {
-  if (typeof result !== 'object' || result === null || typeof result.isError !== 'boolean' || !Array.isArray(result.content)) {
+  if (typeof result !== 'object' || result === null || typeof result.isError !== 'boolean') {
     throw new TypeError('it must return a tool result { isError, content, code?, value? }')
   }
-  return result
+  if (!Array.isArray(result.content) || !result.content.every((block) => isContentBlock(block))) {
+    throw new TypeError('its result content must be content blocks ({ type: "text", text })')
+  }
+  if (result.code !== undefined && !ERROR_CODES.has(result.code)) throw new TypeError(`its result code ${JSON.stringify(result.code)} is not a tool error code`)
+  const checked: ToolResult = { isError: result.isError, content: result.content.map((block) => ({ ...block })) }
+  if (result.code !== undefined) checked.code = result.code
+  return { ...checked, ...keepable(result.value) }
+}
+
+/** A tool's value is recorded only when it is plain data (it must survive a thread boundary and a store). */
+function keepable(value: unknown): { value?: unknown } {
+  if (value === undefined) return {}
+  const clone = tryClone(value)
+  return clone ? { value: clone.value } : {}
 }
 
 function aborted(signal: AbortSignal): TurnEndReason {
   return { kind: 'aborted', reason: signal.reason }
-}
-
-export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message
-  if (typeof error === 'string') return error
-  try {
-    return JSON.stringify(error) ?? String(error)
-  } catch {
-    return String(error)
-  }
 }
 
 /** A promise that resolves when the signal aborts; dispose() drops its listener. */

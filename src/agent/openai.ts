@@ -47,10 +47,7 @@ export class OpenAICompatibleModel implements Model {
 
   async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
     const response = await fetch(this.#url, { method: 'POST', headers: this.#headers, body: JSON.stringify(toBody(request)), signal: request.signal })
-    if (!response.ok || !response.body) {
-      const detail = (await response.text().catch(() => '')).slice(0, 500)
-      throw new Error(`the model endpoint answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`)
-    }
+    if (!response.ok || !response.body) throw new Error(`the model endpoint answered HTTP ${response.status}${await errorKind(response)}`)
     const calls = new Map<number, { id: string; name: string; arguments: string }>()
     let finish: StreamChunk | undefined
     for await (const data of events(response.body)) {
@@ -73,6 +70,20 @@ export class OpenAICompatibleModel implements Model {
     // Arguments arrive in pieces; a call is whole only once the stream says so.
     for (const call of [...calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => c)) yield { type: 'tool-call', ...call }
     if (finish) yield finish
+  }
+}
+
+/**
+ * The error's type and code only: error bodies can echo the request back, and this text ends up
+ * in diagnostics.
+ */
+async function errorKind(response: Response): Promise<string> {
+  try {
+    const { error } = (await response.json()) as { error?: { type?: unknown; code?: unknown } }
+    const kind = [error?.type, error?.code].filter((part) => typeof part === 'string' && /^[\w.-]{1,64}$/.test(part))
+    return kind.length > 0 ? ` (${kind.join(', ')})` : ''
+  } catch {
+    return ''
   }
 }
 

@@ -112,17 +112,27 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 const ajv = new Ajv({ allErrors: false, strict: false })
-const compiled = new WeakMap<object, ValidateFunction>()
+const byObject = new WeakMap<object, ValidateFunction>()
+/** Schemas cloned across threads are new objects each time, so equal text shares one validator. */
+const byText = new Map<string, ValidateFunction>()
+const TEXT_CACHE_LIMIT = 256
 
-/** A validator for arguments matching `schema`, compiled once per schema object. */
+/** A validator for arguments matching `schema`, compiled once per schema. */
 export function argumentValidator(schema: object): ValidateFunction {
-  let validate = compiled.get(schema)
+  let validate = byObject.get(schema)
+  if (validate) return validate
+  const text = JSON.stringify(schema)
+  validate = byText.get(text)
   if (!validate) {
     // Ajv here speaks draft-07; the subset means the same in every draft, so the tag is dropped.
     const { $schema: _draft, ...body } = schema as Record<string, unknown>
     validate = ajv.compile(body)
-    compiled.set(schema, validate)
+    // Ajv keeps every compiled schema in a strong cache of its own; ours is the one that counts.
+    ajv.removeSchema(body)
+    if (byText.size >= TEXT_CACHE_LIMIT) byText.delete(byText.keys().next().value!)
+    byText.set(text, validate)
   }
+  byObject.set(schema, validate)
   return validate
 }
 

@@ -5,6 +5,7 @@
  * once added they stay, and their denial outranks every hook.
  */
 import type { ContentBlock } from '../protocol/content.js'
+import type { ToolFilter } from '../protocol/lifecycle.js'
 import type { AgentView } from './view.js'
 import type { ToolSchema } from './model.js'
 import { checkSchemaSubset } from './schema.js'
@@ -33,10 +34,7 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
   concurrencySafe?: boolean
 }
 
-export interface ToolFilter {
-  allow?: string[]
-  deny?: string[]
-}
+export type { ToolFilter }
 
 /** A guard returns a denial message, or undefined to let the call through. */
 export type ToolGuard = (call: { name: string; callId: string }) => string | undefined

@@ -1,14 +1,8 @@
 import type { ContentBlock } from '../protocol/content.js'
+import type { AgentOptions } from '../protocol/lifecycle.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 
-export interface AgentOptions {
-  /** Name of the registered model (host or agent module) this agent talks to. */
-  provider?: string
-  /** Model id passed in each request. */
-  model?: string
-  maxTokens?: number
-  subagentDepth?: number
-}
+export type { AgentOptions }
 
 /** What anyone may see of an agent; any object of this shape can be a parent. */
 export interface AgentView {

@@ -1,5 +1,6 @@
 /** Delegation depth (CONTRACT.md §1.3): the persisted header is authoritative; options may only deepen it. */
 import type { AgentView } from '../agent/view.js'
+import { isNonNegativeSafeInteger as isDepth } from './options.js'
 
 export class SubagentDepthError extends Error {
   override name = 'SubagentDepthError'
@@ -12,10 +13,6 @@ export class SubagentDepthError extends Error {
     this.attemptedDepth = attemptedDepth
     this.maxDepth = maxDepth
   }
-}
-
-function isDepth(value: unknown): value is number {
-  return Number.isSafeInteger(value) && (value as number) >= 0 && !Object.is(value, -0)
 }
 
 export function checkMaxDepth(maxDepth: unknown): number | undefined {

@@ -3,7 +3,6 @@
  * store and the lifecycle events, over one transport.
  */
 import { randomUUID } from 'node:crypto'
-import type { ResourceLimits } from 'node:worker_threads'
 import { AgentRuntime, type AgentEnvironment } from '../agent/loop.js'
 import type { Model } from '../agent/model.js'
 import type { AgentHooks, AgentModule } from '../agent/module.js'
@@ -15,22 +14,13 @@ import { InlineTransport } from './inline.js'
 import { createJobRegistry, type JobRegistry } from './jobs.js'
 import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from './lifecycle.js'
 import { agentModuleUrl, loadAgentModule } from '../agent/module-loader.js'
-import { checkAgentOptions } from './options.js'
-import { createProvider } from './provider.js'
+import { checkAgentOptions, isNonNegativeSafeInteger } from './options.js'
+import { createProvider, hostClosed } from './provider.js'
 import type { DelegationRun, Mirror } from './run.js'
 import { createMemoryStore, SessionWriter, type SessionStore } from './store.js'
 import type { Transport } from './transport.js'
 import { WorkerTransport } from './worker-transport.js'
-import type { SubagentProvider } from './types.js'
-
-export interface PoolOptions {
-  minThreads?: number
-  maxThreads?: number
-  /** Children sharing one worker thread; default 1 (a worker to each child). */
-  childrenPerWorker?: number
-  idleTimeoutMs?: number
-  resourceLimits?: ResourceLimits
-}
+import type { Placement, PoolOptions, SubagentProvider } from './types.js'
 
 export interface HostOptions {
   /** Where children run; default 'worker'. */
@@ -112,26 +102,35 @@ export function createHost(options: HostOptions = {}): Host {
   loading.catch(() => {}) // surfaced by every start() and every top-level turn instead
   env.ready = loading
 
+  // A child sees the models and tools registered when it was created, on either transport:
+  // later registrations are for later children.
+  const hostPlacement = (): Placement => ({ models: new Map(hostModels), tools: new Map(hostTools) })
+  const childEnvironment = (): AgentEnvironment => {
+    const models = new Map([...hostModels, ...Object.entries(loaded.models ?? {})])
+    const tools = new Map<string, ToolDefinition>([...hostTools, ...(loaded.tools ?? []).map((t) => [t.name, t] as const)])
+    return { ...env, models, tools: { get: (name) => tools.get(name), list: () => tools.values() } }
+  }
   const transport: Transport =
     settings.isolation === 'inline'
-      ? new InlineTransport(() => env, settings.persona)
+      ? new InlineTransport(childEnvironment, settings.persona)
       : new WorkerTransport({
           pool: settings.pool,
           abortGraceMs: settings.abortGraceMs,
           agentModule: moduleUrl,
           persona: settings.persona,
           maxParallelToolCalls: settings.maxParallelToolCalls,
-          placement: { models: hostModels, tools: hostTools },
+          placement: hostPlacement,
         })
 
   const providerHost = {
     transport,
     lifecycle,
     async ready() {
-      if (closing) throw new Error('the host is closed: create a new host to start more subagents')
+      if (closing) throw hostClosed()
       await loading
-      if (closing) throw new Error('the host is closed: create a new host to start more subagents')
+      if (closing) throw hostClosed()
     },
+    closed: () => closing !== undefined,
     globalToolNames: () => [...env.tools.list()].map((t) => t.name),
     publish(mirror: Mirror) {
       agents.set(mirror.id, mirror)
@@ -270,9 +269,8 @@ function checkHeaderInit(header: AgentInit['header']): Partial<SessionHeader> {
     out.parentSession = header.parentSession
   }
   if (header.delegationDepth !== undefined) {
-    const d = header.delegationDepth
-    if (!(Number.isSafeInteger(d) && d >= 0 && !Object.is(d, -0))) throw new TypeError('header.delegationDepth must be a non-negative safe integer')
-    out.delegationDepth = d
+    if (!isNonNegativeSafeInteger(header.delegationDepth)) throw new TypeError('header.delegationDepth must be a non-negative safe integer')
+    out.delegationDepth = header.delegationDepth
   }
   return out
 }

@@ -8,13 +8,14 @@ export class InlineTransport implements Transport {
   readonly #env: () => AgentEnvironment
   readonly #persona: string | undefined
 
+  /** `env` gives each child the host's models and tools as they are at its creation. */
   constructor(env: () => AgentEnvironment, persona: string | undefined) {
     this.#env = env
     this.#persona = persona
   }
 
   async create(spec: ChildSpec, mirror: ChildMirror): Promise<ChildHandle> {
-    const { agent, structured } = composeChild(spec, this.#env(), this.#persona)
+    const { agent, structured } = composeChild(spec, this.#env(), this.#persona, mirror.view)
     agent.session.onAppend((event) => mirror.append(event))
     return {
       publish() {},

@@ -3,6 +3,7 @@
  * until its child settles, and is always disposed; its outcome is kept for `job_output`.
  */
 import { textOf } from '../protocol/content.js'
+import { messageOf } from '../protocol/lifecycle.js'
 import type { SubagentRun } from './types.js'
 
 export type JobStatus = 'running' | 'completed' | 'failed' | 'killed'
@@ -94,8 +95,4 @@ async function settle(info: JobInfo, run: SubagentRun): Promise<void> {
     if (info.status === 'completed' || info.status === 'killed') info.status = 'failed'
     info.detail = [info.detail, `dispose failed: ${messageOf(disposal.reason)}`].filter(Boolean).join('; ')
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
 }

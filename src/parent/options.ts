@@ -1,5 +1,10 @@
 import type { AgentOptions } from '../agent/view.js'
 
+/** Depths and counts: a safe integer >= 0, and never -0. */
+export function isNonNegativeSafeInteger(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0 && !Object.is(value, -0)
+}
+
 /** Validates agent options; `what` names them in errors. */
 export function checkAgentOptions(options: unknown, what: string): AgentOptions {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new TypeError(`${what} must be an object`)
@@ -10,7 +15,7 @@ export function checkAgentOptions(options: unknown, what: string): AgentOptions 
   if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0)) {
     throw new TypeError(`${what}.maxTokens must be a positive safe integer`)
   }
-  if (subagentDepth !== undefined && !(Number.isSafeInteger(subagentDepth) && subagentDepth >= 0 && !Object.is(subagentDepth, -0))) {
+  if (subagentDepth !== undefined && !isNonNegativeSafeInteger(subagentDepth)) {
     throw new TypeError('agent subagentDepth must be a non-negative safe integer')
   }
   return options as AgentOptions

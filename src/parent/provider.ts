@@ -24,6 +24,8 @@ export interface ProviderHost {
   readonly lifecycle: Lifecycle
   /** Settles when the agent module is loaded; rejects if the host is closed or the module failed. */
   ready(): Promise<void>
+  /** True once close() began: nothing may be published after that. */
+  closed(): boolean
   globalToolNames(): string[]
   /** Makes the child visible in `host.agents` and starts its transcript in the store. */
   publish(mirror: Mirror): SessionWriter
@@ -37,6 +39,10 @@ function abortedBeforePublication(signal: AbortSignal): Error {
   return new Error(PRE_PUBLICATION_ABORT, { cause: signal.reason })
 }
 
+export function hostClosed(): Error {
+  return new Error('the host is closed: create a new host to start more subagents')
+}
+
 export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): SubagentProvider {
   const inheritsParentContext = name === 'fork'
   return {
@@ -48,10 +54,17 @@ export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): Suba
 }
 
 async function start(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest): Promise<SubagentRun> {
-  checkRequestShape(request)
-  const { parent, signal } = request
+  if (typeof request !== 'object' || request === null) throw new TypeError('subagent start needs a request object')
+  const { signal } = request
+  if (!(signal instanceof AbortSignal)) throw new TypeError('subagent request needs an AbortSignal in `signal`')
+  // The contract's order: maxDepth, an aborted signal, depth, outputSchema, toolFilter.
   const maxDepth = checkMaxDepth(request.maxDepth)
   if (signal.aborted) throw abortedBeforePublication(signal)
+  const { parent } = request
+  checkParent(parent)
+  for (const key of ['label', 'persona'] as const) {
+    if (request[key] !== undefined && typeof request[key] !== 'string') throw new TypeError(`subagent request ${key} must be a string`)
+  }
   const childDepth = childDepthOf(parent, maxDepth)
   if (request.outputSchema !== undefined) checkSchemaSubset(request.outputSchema, 'outputSchema')
   const prompt = toContent(request.prompt)
@@ -70,6 +83,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
     if (value !== undefined) (options as Record<string, unknown>)[key] = value
   }
   options.subagentDepth = childDepth
+  checkAgentOptions(options, "the child's options (inherited from the parent unless agentOptions overrides them)")
   const header: SessionHeader = {
     id,
     createdAt: new Date().toISOString(),
@@ -78,7 +92,10 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
     delegationDepth: childDepth,
   }
   const { cwd } = parent.session.header
-  if (cwd !== undefined) header.cwd = cwd
+  if (cwd !== undefined) {
+    if (typeof cwd !== 'string') throw new TypeError('subagent parent session.header.cwd must be a string')
+    header.cwd = cwd
+  }
   if (seed.length > 0) header.seedLength = seed.length
   const spec: ChildSpec = {
     id,
@@ -92,7 +109,8 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   if (request.outputSchema !== undefined) spec.outputSchema = request.outputSchema
 
   // The creation transaction: build the child unpublished; on abort or failure, roll back.
-  const mirror: Mirror = { id, options, session: { header, events: structuredClone(seed) } }
+  // The mirror shares the seed's (immutable) events but not the array the child appends to.
+  const mirror: Mirror = { id, options, session: { header, events: [...seed] } }
   let writer: SessionWriter | undefined
   const childMirror = {
     view: mirror,
@@ -106,11 +124,12 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
     handle = await host.transport.create(spec, childMirror, signal)
   } catch (error) {
     if (signal.aborted) throw abortedBeforePublication(signal)
+    if (host.closed()) throw hostClosed()
     throw error
   }
-  if (signal.aborted) {
+  if (signal.aborted || host.closed()) {
     await handle.rollback()
-    throw abortedBeforePublication(signal)
+    throw signal.aborted ? abortedBeforePublication(signal) : hostClosed()
   }
 
   writer = host.publish(mirror)
@@ -123,15 +142,6 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   )
   host.track(run)
   return run
-}
-
-function checkRequestShape(request: SubagentStartRequest): void {
-  if (typeof request !== 'object' || request === null) throw new TypeError('subagent start needs a request object')
-  if (!(request.signal instanceof AbortSignal)) throw new TypeError('subagent request needs an AbortSignal in `signal`')
-  checkParent(request.parent)
-  for (const key of ['label', 'persona'] as const) {
-    if (request[key] !== undefined && typeof request[key] !== 'string') throw new TypeError(`subagent request ${key} must be a string`)
-  }
 }
 
 function checkParent(parent: unknown): asserts parent is AgentView {

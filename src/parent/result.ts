@@ -44,12 +44,11 @@ export function extractResult(events: readonly SessionEvent[], outcome: ChildOut
     stopReason = outcome.fault.stopReason
     diagnostic = outcome.fault.diagnostic
   }
-  if (context.cancelled && stopReason !== 'completed') {
-    stopReason = 'aborted'
-  } else if (context.structuredRequested && stopReason === 'completed') {
+  if (context.structuredRequested && stopReason === 'completed') {
     stopReason = 'error'
     diagnostic = 'the child finished its turn without reporting a result through structured_output'
   }
+  if (context.cancelled && stopReason !== 'completed') stopReason = 'aborted'
   const result: SubagentResult = { output, stopReason }
   if (diagnostic !== undefined && stopReason !== 'completed') result.diagnostic = truncateDiagnostic(redactDiagnostic(diagnostic))
   return result

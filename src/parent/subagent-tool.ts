@@ -7,6 +7,8 @@
 import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../agent/tools.js'
 import type { AgentOptions } from '../agent/view.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
+import { messageOf } from '../protocol/lifecycle.js'
+import { isNonNegativeSafeInteger } from './options.js'
 import type { Host } from './host.js'
 import type { SubagentProvider, SubagentResult, SubagentStartRequest } from './types.js'
 
@@ -34,7 +36,8 @@ export interface BackgroundValue {
   jobId: string
 }
 
-interface SubagentArgs {
+// A type alias, not an interface: tool argument types must be assignable to Record<string, unknown>.
+type SubagentArgs = {
   description: string
   prompt: string
   run_in_background?: boolean
@@ -137,7 +140,7 @@ function checkConfig(host: Pick<Host, 'spawn' | 'fork'>, config: SubagentToolCon
   const request: Omit<SubagentStartRequest, 'prompt' | 'parent' | 'signal'> = {}
   const maxDepth = config.maxDepth ?? 3
   if (maxDepth !== 'provider-managed') {
-    if (!Number.isSafeInteger(maxDepth) || maxDepth < 0 || Object.is(maxDepth, -0)) {
+    if (!isNonNegativeSafeInteger(maxDepth)) {
       throw new TypeError("subagent tool maxDepth must be a non-negative safe integer or 'provider-managed'")
     }
     if (!capabilities.depthLimit) throw new TypeError(`provider "${provider.name}" has no depthLimit capability: use maxDepth 'provider-managed'`)
@@ -158,6 +161,3 @@ function checkConfig(host: Pick<Host, 'spawn' | 'fork'>, config: SubagentToolCon
   return { provider, toolName, background, request }
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}

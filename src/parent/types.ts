@@ -1,6 +1,8 @@
-/** The provider seam (DESIGN.md "Public surface"). */
+/** The provider seam (DESIGN.md "Public surface") and the host's shared option types. */
+import type { ResourceLimits } from 'node:worker_threads'
+import type { Model } from '../agent/model.js'
+import type { ToolDefinition, ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
-import type { ToolFilter } from '../agent/tools.js'
 import type { ContentBlock } from '../protocol/content.js'
 
 export interface SubagentStartRequest {
@@ -39,4 +41,19 @@ export interface SubagentProvider {
   capabilities: { outputSchema: boolean; depthLimit: boolean; toolFilter: boolean; persona: boolean }
   inheritsParentContext: boolean
   start(request: SubagentStartRequest): Promise<SubagentRun>
+}
+
+export interface PoolOptions {
+  minThreads?: number
+  maxThreads?: number
+  /** Children sharing one worker thread; default 1 (a worker to each child). */
+  childrenPerWorker?: number
+  idleTimeoutMs?: number
+  resourceLimits?: ResourceLimits
+}
+
+/** Models and tools by name, as a child sees them from its creation on. */
+export interface Placement {
+  models: ReadonlyMap<string, Model>
+  tools: ReadonlyMap<string, ToolDefinition>
 }

@@ -6,26 +6,38 @@
  */
 import type { MessagePort } from 'node:worker_threads'
 import { renderToolValue } from '../agent/tools.js'
-import type { ContentBlock } from '../protocol/content.js'
-import { cloneableReason, fromWireError, type ChildMessage, type HostMessage, type RpcTarget } from '../protocol/lifecycle.js'
+import { textOf, type ContentBlock } from '../protocol/content.js'
+import { cloneableReason, describeValue, fromWireError, tryClone, type ChildMessage, type HostMessage, type RpcTarget } from '../protocol/lifecycle.js'
 import { RpcServer } from '../protocol/rpc.js'
 import type { StreamChunk } from '../protocol/stream.js'
-import { isChildMessage } from '../protocol/validators.js'
+import { isChildMessage, isStreamChunk } from '../protocol/validators.js'
 import type { ChildOutcome } from './result.js'
 import type { ChildHandle, ChildMirror } from './transport.js'
-import type { HostPlacement } from './worker-transport.js'
+import type { Placement } from './types.js'
 
 export type ChildTermination = NonNullable<ChildOutcome['fault']>
 
 export interface WorkerChildOptions {
   graceMs: number
-  placement: HostPlacement
+  /** This child's snapshot of the host-placed models and tools. */
+  placement: Placement
   terminate(child: WorkerChild, termination: ChildTermination): void
   placed(child: WorkerChild, threadId: number): void
-  gone(child: WorkerChild): void
+  /** True once the host is closing: a dying worker is then the pool being stopped. */
+  closing(): boolean
 }
 
 type Phase = 'creating' | 'created' | 'running' | 'idle' | 'closed'
+
+/** The phases in which each message from the worker is legal; anything else is a protocol error. */
+const LEGAL: Record<ChildMessage['type'], readonly Phase[]> = {
+  created: ['creating'],
+  'create-failed': ['creating'],
+  events: ['running'],
+  idle: ['running'],
+  'rpc/call': ['running'],
+  'rpc/abort': ['running', 'idle'],
+}
 
 export class WorkerChild implements ChildHandle {
   readonly #port: MessagePort
@@ -34,7 +46,6 @@ export class WorkerChild implements ChildHandle {
   readonly #rpc: RpcServer
   readonly #created = deferred<void>()
   readonly #outcome = deferred<ChildOutcome>()
-  readonly #closed = deferred<void>()
   #task: Promise<unknown> = Promise.resolve()
   #phase: Phase = 'creating'
   #threadId: number | undefined
@@ -51,7 +62,7 @@ export class WorkerChild implements ChildHandle {
     port.on('close', () => {
       this.#task.then(
         () => this.#die({ stopReason: 'error', diagnostic: "the child's worker closed its channel before the child finished" }),
-        (error: unknown) => this.#die(diagnose(error, this.#options)),
+        (error: unknown) => this.#die(this.#diagnose(error)),
       )
     })
     this.#created.promise.catch(() => {})
@@ -67,7 +78,7 @@ export class WorkerChild implements ChildHandle {
 
   attach(task: Promise<unknown>): void {
     this.#task = task
-    task.catch((error: unknown) => this.#die(diagnose(error, this.#options)))
+    task.catch((error: unknown) => this.#die(this.#diagnose(error)))
   }
 
   /** Resolves when the worker built the child; on abort, rolls back first, then rejects. */
@@ -75,7 +86,8 @@ export class WorkerChild implements ChildHandle {
     let onAbort = () => {}
     const aborted = new Promise<never>((_, reject) => {
       onAbort = () => reject(signal.reason)
-      signal.addEventListener('abort', onAbort, { once: true })
+      if (signal.aborted) onAbort()
+      else signal.addEventListener('abort', onAbort, { once: true })
     })
     aborted.catch(() => {})
     try {
@@ -88,14 +100,14 @@ export class WorkerChild implements ChildHandle {
     }
   }
 
-  /** Settles the child without its worker (which is unknown or already gone). */
-  abandon(termination: ChildTermination): void {
-    this.#die(termination)
-  }
-
   /** Marks why this child will die if its worker is terminated on another child's account. */
   doom(termination: ChildTermination): void {
     this.#doomed ??= termination
+  }
+
+  /** Settles the child without its worker (which is unknown or already gone). */
+  abandon(termination: ChildTermination): void {
+    this.#die(termination)
   }
 
   publish(): void {
@@ -103,7 +115,7 @@ export class WorkerChild implements ChildHandle {
   }
 
   async rollback(): Promise<void> {
-    await this.#closeGracefully({ type: 'rollback' })
+    this.#let({ type: 'rollback' })
   }
 
   run(prompt: ContentBlock[]): Promise<ChildOutcome> {
@@ -126,32 +138,27 @@ export class WorkerChild implements ChildHandle {
   }
 
   async release(): Promise<void> {
-    await this.#closeGracefully({ type: 'dispose' })
+    this.#let({ type: 'dispose' })
   }
 
-  /** Asks the worker to let go; a worker that does not answer within the grace is terminated. */
-  async #closeGracefully(message: HostMessage): Promise<void> {
+  /**
+   * Lets go of the child without waiting for its worker: closing our end tells the worker too,
+   * even one busy with another child, and nothing here can hang on it.
+   */
+  #let(message: HostMessage): void {
     if (this.#phase === 'closed') return
     this.#send(message)
-    const timer = setTimeout(() => {
-      this.#options.terminate(this, { stopReason: 'error', diagnostic: `the child's worker did not release it within ${this.#options.graceMs} ms, so it was terminated` })
-    }, this.#options.graceMs)
-    try {
-      await this.#closed.promise
-    } finally {
-      clearTimeout(timer)
-    }
+    this.#die({ stopReason: 'aborted', diagnostic: 'the child was released' })
   }
 
   #receive(raw: unknown): void {
     if (this.#phase === 'closed') return
-    if (!isChildMessage(raw)) {
-      const shown = safeJson(raw).slice(0, 200)
-      this.#die({ stopReason: 'error', diagnostic: `protocol error: the child's worker sent a malformed or unknown message: ${shown}` })
-      this.#send({ type: 'dispose' })
+    const message = raw as ChildMessage
+    if (!isChildMessage(raw) || !LEGAL[message.type].includes(this.#phase)) {
+      const why = isChildMessage(raw) ? `a '${message.type}' message while ${this.#phase}` : 'a malformed or unknown message'
+      this.#die({ stopReason: 'error', diagnostic: `protocol error: the child's worker sent ${why}: ${describeValue(raw).slice(0, 200)}` })
       return
     }
-    const message = raw as ChildMessage
     switch (message.type) {
       case 'created':
         this.#threadId = message.threadId
@@ -184,12 +191,15 @@ export class WorkerChild implements ChildHandle {
     this.#created.reject(new Error(cause.diagnostic))
     this.#outcome.resolve({ fault: cause })
     this.#port.close()
-    this.#options.gone(this)
-    this.#closed.resolve()
   }
 
   #send(message: HostMessage): void {
     if (this.#phase !== 'closed') this.#port.postMessage(message)
+  }
+
+  #diagnose(error: unknown): ChildTermination {
+    if (this.#options.closing()) return { stopReason: 'aborted', diagnostic: 'the host was closed before the child finished' }
+    return diagnose(error)
   }
 
   /** Calls from the child into host-placed models and tools. */
@@ -202,6 +212,8 @@ export class WorkerChild implements ChildHandle {
       if (typeof request !== 'object' || request === null || !Array.isArray(request.messages)) throw new TypeError('malformed model request')
       for await (const chunk of model.stream({ ...request, signal })) {
         if (signal.aborted) break
+        // Checked here, as the inline loop does, so the child gets the same error either way.
+        if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk: ${describeValue(chunk).slice(0, 200)}`)
         emit(chunk)
       }
       return undefined
@@ -212,37 +224,20 @@ export class WorkerChild implements ChildHandle {
     let concluded = false
     const value = await tool.execute(args, { agent: this.#mirror.view, callId, signal, concludeTurn: () => void (concluded = true) })
     const rendered = renderToolValue(tool, value)
-    return { text: rendered.content.map((b) => (b.type === 'text' ? b.text : '')).join(''), concluded, ...cloneableValue(rendered.value) }
+    const clone = rendered.value === undefined ? undefined : tryClone(rendered.value)
+    return { text: textOf(rendered.content), concluded, ...(clone ? { value: clone.value } : {}) }
   }
 }
 
 /** Names the cause of a worker's death: exit code, uncaught error, or memory limit. */
-function diagnose(error: unknown, options: WorkerChildOptions): ChildTermination {
+function diagnose(error: unknown): ChildTermination {
   const { name = 'Error', message = String(error), code } = (error ?? {}) as { name?: string; message?: string; code?: string }
   if (code === 'ERR_WORKER_OUT_OF_MEMORY') {
     return { stopReason: 'error', diagnostic: `the child's worker thread ran out of memory (its resourceLimits heap cap was reached): ${message}` }
   }
   const exit = /worker exited with code:? (-?\d+)/.exec(message)
   if (exit) return { stopReason: 'error', diagnostic: `the child's worker thread exited with code ${exit[1]} (process.exit was called, or the thread was stopped)` }
-  if (name === 'AbortError') return { stopReason: 'aborted', diagnostic: 'the worker pool was closed before the child finished' }
   return { stopReason: 'error', diagnostic: `the child's worker thread crashed with an uncaught ${name}: ${message}` }
-}
-
-function cloneableValue(value: unknown): { value?: unknown } {
-  if (value === undefined) return {}
-  try {
-    return { value: structuredClone(value) }
-  } catch {
-    return {}
-  }
-}
-
-function safeJson(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value)
-  } catch {
-    return String(value)
-  }
 }
 
 function deferred<T>() {

@@ -8,18 +8,11 @@ import { availableParallelism } from 'node:os'
 import { MessageChannel } from 'node:worker_threads'
 import { Piscina } from 'piscina'
 import type { ChildSpec } from '../agent/child.js'
-import type { Model } from '../agent/model.js'
 import type { ToolDefinition } from '../agent/tools.js'
 import { PROTOCOL_VERSION, type CreateRequest, type RemoteToolDescriptor } from '../protocol/lifecycle.js'
-import type { PoolOptions } from './host.js'
 import type { ChildHandle, ChildMirror, Transport } from './transport.js'
+import type { Placement, PoolOptions } from './types.js'
 import { WorkerChild, type ChildTermination } from './worker-child.js'
-
-/** Host-placed models and tools: they stay in the main thread and are reached by RPC. */
-export interface HostPlacement {
-  models: ReadonlyMap<string, Model>
-  tools: ReadonlyMap<string, ToolDefinition>
-}
 
 export interface WorkerTransportOptions {
   pool: PoolOptions
@@ -27,7 +20,8 @@ export interface WorkerTransportOptions {
   agentModule: URL | undefined
   persona: string | undefined
   maxParallelToolCalls: number
-  placement: HostPlacement
+  /** Host-placed models and tools (they stay in the main thread, reached by RPC), snapshot per child. */
+  placement: () => Placement
 }
 
 const ENTRY = new URL('../worker/entry.js', import.meta.url)
@@ -37,9 +31,13 @@ export class WorkerTransport implements Transport {
   readonly #options: WorkerTransportOptions
   readonly #pool: Piscina
   readonly #capacity: number
-  readonly #waiting: Array<() => void> = []
+  readonly #waiting: Array<{ wake(): void; fail(error: Error): void }> = []
+  /** Children whose task has ended; a late 'created' must not place them on a thread again. */
+  readonly #ended = new WeakSet<WorkerChild>()
+  /** Children whose task is still running, by thread: who a termination takes down. */
   readonly #threads = new Map<number, Set<WorkerChild>>()
   #admitted = 0
+  #closing = false
 
   constructor(options: WorkerTransportOptions) {
     this.#options = options
@@ -68,32 +66,36 @@ export class WorkerTransport implements Transport {
   async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
     await this.#admit(signal)
     const { port1, port2 } = new MessageChannel()
+    const placement = this.#options.placement()
     const child = new WorkerChild(port1, mirror, {
       graceMs: this.#options.abortGraceMs,
-      placement: this.#options.placement,
+      placement,
       terminate: (target, termination) => this.#terminate(target, termination),
       placed: (target, threadId) => this.#place(target, threadId),
-      gone: (target) => this.#forget(target),
+      closing: () => this.#closing,
     })
     // No per-task abort signal: piscina only shares a worker among tasks that have none, and a
     // stuck child is stopped by terminating its thread (see #terminate) on every setting alike.
-    const task = this.#pool.run({ request: this.#request(spec), port: port2 }, { transferList: [port2] })
+    const task = this.#pool.run({ request: this.#request(spec, placement), port: port2 }, { transferList: [port2] })
     child.attach(task)
-    task.then(
-      () => this.#leave(),
-      () => this.#leave(),
-    )
+    const leave = () => {
+      this.#ended.add(child)
+      this.#forget(child)
+      this.#leave()
+    }
+    task.then(leave, leave)
     await child.created(signal)
     return child
   }
 
   async close(): Promise<void> {
-    for (const wake of this.#waiting.splice(0)) wake()
+    this.#closing = true
+    for (const waiter of this.#waiting.splice(0)) waiter.fail(new Error('the host was closed while the child waited for a worker'))
     await this.#pool.destroy()
   }
 
-  #request(spec: ChildSpec): CreateRequest {
-    const { placement, agentModule, persona, maxParallelToolCalls } = this.#options
+  #request(spec: ChildSpec, placement: Placement): CreateRequest {
+    const { agentModule, persona, maxParallelToolCalls } = this.#options
     const request: CreateRequest = {
       v: PROTOCOL_VERSION,
       type: 'create',
@@ -109,32 +111,40 @@ export class WorkerTransport implements Transport {
 
   /** Waits for a free slot; an abort while waiting leaves the queue at once. */
   #admit(signal: AbortSignal): Promise<void> {
+    if (this.#closing) return Promise.reject(new Error('the host is closed: create a new host to start more subagents'))
     if (this.#admitted < this.#capacity) {
       this.#admitted++
       return Promise.resolve()
     }
     return new Promise((resolve, reject) => {
-      const wake = () => {
-        signal.removeEventListener('abort', onAbort)
-        this.#admitted++
-        resolve()
+      const waiter = {
+        wake: () => {
+          signal.removeEventListener('abort', onAbort)
+          this.#admitted++
+          resolve()
+        },
+        fail: (error: Error) => {
+          signal.removeEventListener('abort', onAbort)
+          reject(error)
+        },
       }
       const onAbort = () => {
-        const index = this.#waiting.indexOf(wake)
+        const index = this.#waiting.indexOf(waiter)
         if (index >= 0) this.#waiting.splice(index, 1)
         reject(signal.reason)
       }
       signal.addEventListener('abort', onAbort, { once: true })
-      this.#waiting.push(wake)
+      this.#waiting.push(waiter)
     })
   }
 
   #leave(): void {
     this.#admitted--
-    this.#waiting.shift()?.()
+    this.#waiting.shift()?.wake()
   }
 
   #place(child: WorkerChild, threadId: number): void {
+    if (this.#ended.has(child)) return
     let children = this.#threads.get(threadId)
     if (!children) this.#threads.set(threadId, (children = new Set()))
     children.add(child)

@@ -27,22 +27,45 @@ export interface RemoteToolDescriptor {
   concurrencySafe?: boolean
 }
 
-export interface ChildSpecData {
+export interface AgentOptions {
+  /** Name of the registered model (host or agent module) the agent talks to. */
+  provider?: string
+  /** Model id passed in each request. */
+  model?: string
+  maxTokens?: number
+  subagentDepth?: number
+}
+
+export interface ToolFilter {
+  allow?: string[]
+  deny?: string[]
+}
+
+export interface ChildDescriptor {
+  mode: 'one-shot'
+  provider: string
+  label?: string
+}
+
+/** Everything needed to build a child: plain data, so either transport can carry it. */
+export interface ChildSpec {
   id: string
   header: SessionHeader
-  options: { provider?: string; model?: string; maxTokens?: number; subagentDepth?: number }
+  options: AgentOptions
+  /** The fork seed (empty for spawn). */
   seed: SessionEvent[]
+  /** Shadows the deployment persona for this child only. */
   persona?: string
-  toolFilter?: { allow?: string[]; deny?: string[] }
+  toolFilter?: ToolFilter
   outputSchema?: object
-  descriptor: { mode: 'one-shot'; provider: string; label?: string }
+  descriptor: ChildDescriptor
 }
 
 /** The create request: everything the far side needs to build the child, validated there. */
 export interface CreateRequest {
   v: number
   type: 'create'
-  spec: ChildSpecData
+  spec: ChildSpec
   agentModule?: string
   persona?: string
   maxParallelToolCalls: number
@@ -189,7 +212,7 @@ export function toWireError(error: unknown): WireError {
     const code = (error as { code?: unknown }).code
     return typeof code === 'string' ? { name: error.name, message: error.message, code } : { name: error.name, message: error.message }
   }
-  return { name: 'Error', message: typeof error === 'string' ? error : safeStringify(error) }
+  return { name: 'Error', message: messageOf(error) }
 }
 
 export function fromWireError(wire: WireError): Error {
@@ -199,19 +222,30 @@ export function fromWireError(wire: WireError): Error {
   return error
 }
 
-/** A cancel reason that survives structured clone; an uncloneable one is described instead. */
-export function cloneableReason(reason: unknown): unknown {
+/** A structured clone of the value, or undefined when it cannot cross a thread boundary. */
+export function tryClone(value: unknown): { value: unknown } | undefined {
   try {
-    return structuredClone(reason)
+    return { value: structuredClone(value) }
   } catch {
-    return { kind: 'uncloneable', description: safeStringify(reason) }
+    return undefined
   }
 }
 
-function safeStringify(value: unknown): string {
+/** A cancel reason that survives structured clone; an uncloneable one is described instead. */
+export function cloneableReason(reason: unknown): unknown {
+  return tryClone(reason)?.value ?? { kind: 'uncloneable', description: describeValue(reason) }
+}
+
+/** JSON where possible, never throwing (cycles, BigInt). */
+export function describeValue(value: unknown): string {
   try {
     return JSON.stringify(value) ?? String(value)
   } catch {
     return String(value)
   }
+}
+
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message
+  return typeof error === 'string' ? error : describeValue(error)
 }

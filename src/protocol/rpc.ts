@@ -43,9 +43,11 @@ export class RpcClient {
         signal?.removeEventListener('abort', onAbort)
         fn(value)
       }
+      // Registered only once posted: a call that could not be sent must not wait for a reply.
+      this.#post({ type: 'rpc/call', id, target, name, payload })
+      if (this.#closed) return reject(this.#closed) // closed while posting
       this.#pending.set(id, { resolve: settle(resolve), reject: settle(reject), ...(onChunk ? { onChunk } : {}) })
       signal?.addEventListener('abort', onAbort, { once: true })
-      this.#post({ type: 'rpc/call', id, target, name, payload })
     })
   }
 

@@ -1,17 +1,15 @@
 import type { ContentBlock } from './content.js'
 import type { ChildMessage, CreateRequest, HostMessage } from './lifecycle.js'
-import type { SessionEvent, SessionHeader } from './session.js'
+import type { SessionEvent } from './session.js'
 import type { StreamChunk } from './stream.js'
-import { validator } from './validate.js'
+import { validator, type Validator } from './validate.js'
 
-
-export const isContentBlock = validator<ContentBlock>('subagent-worker/content-block')
-export const isSessionHeader = validator<SessionHeader>('subagent-worker/session-header')
+export const isContentBlock: Validator<ContentBlock> = validator('subagent-worker/content-block')
 /** A known event with its data checked: what a child may stream back. */
-export const isSessionEvent = validator<SessionEvent>('subagent-worker/session-event')
+export const isSessionEvent: Validator<SessionEvent> = validator('subagent-worker/session-event')
 /** Any well-formed event: what a foreign parent's session may contain. */
-export const isAnySessionEvent = validator<SessionEvent>('subagent-worker/any-session-event')
-export const isStreamChunk = validator<StreamChunk>('subagent-worker/stream-chunk')
-export const isCreateRequest = validator<CreateRequest>('subagent-worker/create-request')
-export const isHostMessage = validator<HostMessage>('subagent-worker/host-message')
-export const isChildMessage = validator<ChildMessage>('subagent-worker/child-message')
+export const isAnySessionEvent: Validator<SessionEvent> = validator('subagent-worker/any-session-event')
+export const isStreamChunk: Validator<StreamChunk> = validator('subagent-worker/stream-chunk')
+export const isCreateRequest: Validator<CreateRequest> = validator('subagent-worker/create-request')
+export const isHostMessage: Validator<HostMessage> = validator('subagent-worker/host-message')
+export const isChildMessage: Validator<ChildMessage> = validator('subagent-worker/child-message')

@@ -2,20 +2,20 @@
  * The worker entry piscina runs, one task per child. It builds the child inside the creation
  * transaction, runs its loop, streams its events back in batches and answers cancel
  * cooperatively. The task ends when the child can no longer use the thread (rolled back, run
- * finished, or disposed before running), so a finished child never holds a pool slot.
+ * finished, or released before running), so a finished child never holds a pool slot.
  */
 import { threadId, type MessagePort } from 'node:worker_threads'
-import { composeChild, type ChildSpec } from '../agent/child.js'
+import { composeChild } from '../agent/child.js'
 import type { AgentEnvironment } from '../agent/loop.js'
 import type { Model } from '../agent/model.js'
 import type { AgentModule } from '../agent/module.js'
+import { loadAgentModule } from '../agent/module-loader.js'
 import type { ToolDefinition } from '../agent/tools.js'
-import { PROTOCOL_VERSION, toWireError, type ChildMessage, type CreateRequest, type HostMessage } from '../protocol/lifecycle.js'
+import { describeValue, PROTOCOL_VERSION, toWireError, type ChildMessage, type CreateRequest, type HostMessage } from '../protocol/lifecycle.js'
 import { RpcClient } from '../protocol/rpc.js'
 import type { SessionEvent } from '../protocol/session.js'
 import { ProtocolError } from '../protocol/validate.js'
 import { isCreateRequest, isHostMessage } from '../protocol/validators.js'
-import { loadAgentModule } from '../agent/module-loader.js'
 import { remoteModel, remoteTool } from './remote.js'
 
 export interface ChildTask {
@@ -26,54 +26,55 @@ export interface ChildTask {
 export default function hostChild(task: ChildTask): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const { port } = task
-    const post = (message: ChildMessage) => port.postMessage(message)
-    if (!isCreateRequest(task.request) || task.request.v !== PROTOCOL_VERSION) {
-      const error = new ProtocolError(`malformed create request (protocol v${PROTOCOL_VERSION} expected)`)
-      post({ type: 'create-failed', error: toWireError(error) })
+    try {
+      isCreateRequest.assert(task.request, 'create request')
+      if (task.request.v !== PROTOCOL_VERSION) throw new ProtocolError(`create request speaks protocol v${task.request.v}; this worker speaks v${PROTOCOL_VERSION}`)
+    } catch (error) {
+      port.postMessage({ type: 'create-failed', error: toWireError(error) } satisfies ChildMessage)
       port.close()
       return resolve()
     }
-    new WorkerChild(task.request, port, post, resolve, reject).start()
+    new WorkerChild(task.request, port, resolve, reject).start()
   })
 }
+
+type Composed = ReturnType<typeof composeChild>
 
 class WorkerChild {
   readonly #request: CreateRequest
   readonly #port: MessagePort
-  readonly #post: (message: ChildMessage) => void
   readonly #end: () => void
   readonly #fail: (error: Error) => void
   readonly #rpc: RpcClient
   #pending: SessionEvent[] = []
-  #composed: ReturnType<typeof composeChild> | undefined
+  #composed: Composed | undefined
+  #published = false
   #running = false
   #closed = false
 
-  constructor(request: CreateRequest, port: MessagePort, post: (m: ChildMessage) => void, end: () => void, fail: (e: Error) => void) {
+  constructor(request: CreateRequest, port: MessagePort, end: () => void, fail: (error: Error) => void) {
     this.#request = request
     this.#port = port
-    this.#post = post
     this.#end = end
     this.#fail = fail
     this.#rpc = new RpcClient((message) => {
       this.#flush()
-      post(message)
+      this.#post(message)
     })
     port.on('message', (message: unknown) => this.#receive(message))
-    // The host let go of this child (disposed, rolled back, or gave up on it): stop everything.
-    port.on('close', () => {
-      this.#closed = true
-      this.#rpc.close(new Error('the host closed the channel'))
-      this.#composed?.agent.cancel({ kind: 'disposed' })
-      this.#end()
-    })
+    // The host let go of this child (released, rolled back, or gave up on it): stop everything.
+    port.on('close', () => this.#close())
   }
 
   async start(): Promise<void> {
     try {
       const module = this.#request.agentModule ? await loadAgentModule(this.#request.agentModule) : {}
       if (this.#closed) return // rolled back while the module was loading
-      const composed = composeChild(this.#request.spec as ChildSpec, this.#environment(module), this.#request.persona)
+      const { spec, persona } = this.#request
+      // Tools and hooks here see a plain view of the child, never the runtime itself.
+      const session = { header: spec.header, events: [] as SessionEvent[] }
+      const composed = composeChild(spec, this.#environment(module), persona, { id: spec.id, options: spec.options, session })
+      session.events = composed.agent.session.events
       composed.agent.session.onAppend((event) => this.#append(event))
       this.#composed = composed
       this.#post({ type: 'created', threadId })
@@ -99,40 +100,39 @@ class WorkerChild {
     }
   }
 
-  #receive(message: unknown): void {
-    if (!isHostMessage(message)) {
-      this.#composed?.agent.cancel({ kind: 'protocol-error' })
-      this.#close()
-      this.#fail(new ProtocolError(`the child's worker received a malformed message: ${JSON.stringify(message)?.slice(0, 200)}`))
+  #receive(raw: unknown): void {
+    const message = raw as HostMessage
+    if (!isHostMessage(raw) || (message.type === 'run' && (!this.#published || this.#running))) {
+      this.#abandon(new ProtocolError(`the child's worker received ${isHostMessage(raw) ? 'a run it cannot start' : 'a malformed message'}: ${describeValue(raw).slice(0, 200)}`))
       return
     }
-    const msg = message as HostMessage
     const agent = this.#composed?.agent
-    switch (msg.type) {
+    switch (message.type) {
       case 'publish':
+        this.#published = true
         return
       case 'run':
-        if (!agent || this.#running) return
         this.#running = true
-        agent.followup(msg.prompt, { kind: 'parent' })
-        void agent.whenIdle().then(() => {
-          const structured = this.#composed?.structured
-          this.#flush()
-          this.#post(structured?.captured ? { type: 'idle', structured: { value: structured.value } } : { type: 'idle' })
-          this.#end()
-        })
+        agent!.followup(message.prompt, { kind: 'parent' })
+        void agent!.whenIdle().then(() => this.#idle())
         return
       case 'abort':
-        agent?.cancel(msg.reason)
+        agent?.cancel(message.reason)
         return
       case 'rollback':
       case 'dispose':
-        agent?.cancel({ kind: 'disposed' })
         this.#close()
         return
       default:
-        this.#rpc.receive(msg)
+        this.#rpc.receive(message)
     }
+  }
+
+  #idle(): void {
+    const structured = this.#composed?.structured
+    this.#flush()
+    this.#post(structured?.captured ? { type: 'idle', structured: { value: structured.value } } : { type: 'idle' })
+    this.#end()
   }
 
   #append(event: SessionEvent): void {
@@ -148,11 +148,27 @@ class WorkerChild {
     this.#post({ type: 'events', events })
   }
 
+  #post(message: ChildMessage): void {
+    if (this.#closed) return
+    try {
+      this.#port.postMessage(message)
+    } catch (error) {
+      // The loop only records plain data, so this is a bug; fail this child, not the thread.
+      this.#abandon(new ProtocolError(`a ${message.type} message could not be sent: ${(error as Error).message}`))
+    }
+  }
+
+  /** Ends this child with an error the host will see as the task's failure. */
+  #abandon(error: Error): void {
+    this.#fail(error)
+    this.#close()
+  }
+
   #close(): void {
     if (this.#closed) return
     this.#closed = true
-    this.#flush()
-    this.#rpc.close(new Error('the child was disposed'))
+    this.#composed?.agent.cancel({ kind: 'disposed' })
+    this.#rpc.close(new Error('the host let go of the child'))
     this.#port.close()
     this.#end()
   }

@@ -35,7 +35,7 @@ describe('protocol errors settle the run', () => {
       placement: { models: new Map(), tools: new Map() },
       terminate: () => {},
       placed: () => {},
-      gone: () => {},
+      closing: () => false,
     })
     handle.attach(new Promise(() => {}))
     return { handle, port2, appended }
@@ -66,7 +66,15 @@ describe('protocol errors settle the run', () => {
     port1.on('message', (m) => messages.push(m))
     await hostChild({ request: { v: 99, type: 'create' } as never, port: port2 })
     await new Promise((resolve) => setTimeout(resolve, 10))
-    expect(messages).toEqual([{ type: 'create-failed', error: { name: 'ProtocolError', message: expect.stringContaining('malformed create request'), code: 'ERR_SUBAGENT_PROTOCOL' } }])
+    expect(messages).toEqual([{ type: 'create-failed', error: { name: 'ProtocolError', message: expect.stringContaining('invalid create request'), code: 'ERR_SUBAGENT_PROTOCOL' } }])
     port1.close()
+  })
+})
+
+describe('argument validators', () => {
+  it('equal schemas share one compiled validator, so cloned schemas do not pile up', async () => {
+    const { argumentValidator } = await import('../../dist/agent/schema.js')
+    const schema = () => ({ type: 'object', properties: { a: { type: 'string' } } })
+    expect(argumentValidator(schema())).toBe(argumentValidator(schema()))
   })
 })

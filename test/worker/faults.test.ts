@@ -156,4 +156,30 @@ describe('worker transport: faults are contained', () => {
     await until(() => seen?.aborted === true)
     await run.dispose()
   })
+
+  it('disposing a finished child never disturbs a busy child that took its thread', async () => {
+    const { host, parent } = workerHost([textResponse('first'), toolCallResponse('b', 'burn', { ms: 400 }), textResponse('second done')], {
+      abortGraceMs: 20,
+      pool: { minThreads: 1, maxThreads: 1 },
+    })
+    const first = await host.spawn.start({ prompt: 'one', parent, signal: signal() })
+    await first.result // its task ended: the thread is free for the next child
+    const second = await host.spawn.start({ prompt: 'two', parent, signal: signal() })
+    await new Promise((resolve) => setTimeout(resolve, 100)) // the second child is burning CPU on that thread
+    await first.dispose()
+    expect(await second.result).toEqual({ output: [{ type: 'text', text: 'second done' }], stopReason: 'completed' })
+    await second.dispose()
+  })
+
+  it('a worker start still waiting when the host closes is rejected as closed, not as a crash', async () => {
+    const { host, parent } = workerHost(['hang', 'hang'], { pool: { minThreads: 1, maxThreads: 1 } })
+    const running = await host.spawn.start({ prompt: 'one', parent, signal: signal() })
+    const waiting = host.spawn.start({ prompt: 'two', parent, signal: signal() })
+    const refused = expect(waiting).rejects.toThrow(/the host (is|was) closed/)
+    await new Promise((resolve) => setTimeout(resolve, 20)) // the second start is now queued for a slot
+    await host.close()
+    await refused
+    expect((await running.result).stopReason).toBe('aborted')
+  })
 })
+
