@@ -12,17 +12,28 @@ export const BENCH_MODULE = new URL('./module.js', import.meta.url)
 /** The model name children use; each phase registers its own ScriptedModel under it. */
 export const MODEL = 'bench'
 
+/** The module model's name (see module.ts): zero RPC, the step runs where the child runs. */
+export const MODULE_MODEL = 'bench-echo'
+
 export const HOST_MODEL = 'ScriptedModel on the host (one RPC round trip per step on worker)'
+export const MODULE_MODEL_NOTE = 'worker, module model: the same delegations with a model from the agent module (no RPC per step)'
 
 /** The library's default thread count for this machine, started up front so the pool is warm. */
 export function defaultThreads(): number {
   return Math.max(1, Math.round(availableParallelism() * 1.5))
 }
 
+/**
+ * Which figure a host produces: the two transports with the host-placed ScriptedModel, and the
+ * worker transport with a module model, which shows how much of the worker's cost is the RPC.
+ */
+export type Variant = 'inline' | 'worker' | 'workerModuleModel'
+
 export interface BenchHost {
   host: Host
   parent: Agent
   mode: Mode
+  variant: Variant
 }
 
 export interface HostSetup {
@@ -30,7 +41,8 @@ export interface HostSetup {
   abortGraceMs?: number
 }
 
-export function benchHost(mode: Mode, setup: HostSetup = {}): BenchHost {
+export function benchHost(variant: Variant, setup: HostSetup = {}): BenchHost {
+  const mode: Mode = variant === 'inline' ? 'inline' : 'worker'
   const host = createHost({
     isolation: mode,
     agentModule: BENCH_MODULE,
@@ -38,8 +50,10 @@ export function benchHost(mode: Mode, setup: HostSetup = {}): BenchHost {
     pool: { idleTimeoutMs: 600_000, ...setup.pool },
     ...(setup.abortGraceMs === undefined ? {} : { abortGraceMs: setup.abortGraceMs }),
   })
-  const parent = host.createAgent({ options: { provider: MODEL, model: 'scripted' } })
-  return { host, parent, mode }
+  // Children inherit the parent's provider, so the variant's model is chosen here once.
+  const provider = variant === 'workerModuleModel' ? MODULE_MODEL : MODEL
+  const parent = host.createAgent({ options: { provider, model: 'scripted' } })
+  return { host, parent, mode, variant }
 }
 
 /**
@@ -48,6 +62,7 @@ export function benchHost(mode: Mode, setup: HostSetup = {}): BenchHost {
  * model per phase keeps the requests it records from piling up across the whole run.
  */
 export function useScript(bench: BenchHost, count: number, steps: ScriptEntry[]): { model: ScriptedModel; done(): void } {
+  if (bench.variant === 'workerModuleModel') return { model: new ScriptedModel([]), done() {} }
   const script: ScriptEntry[] = []
   for (let i = 0; i < count; i++) script.push(...steps)
   const model = new ScriptedModel(script)
@@ -57,13 +72,8 @@ export function useScript(bench: BenchHost, count: number, steps: ScriptEntry[])
 
 let sequence = 0
 
-export function start(bench: BenchHost, signal: AbortSignal = new AbortController().signal, provider = MODEL): Promise<SubagentRun> {
-  return bench.host.spawn.start({
-    prompt: `bench task ${++sequence}`,
-    parent: bench.parent,
-    signal,
-    ...(provider === MODEL ? {} : { agentOptions: { provider } }),
-  })
+export function start(bench: BenchHost, signal: AbortSignal = new AbortController().signal): Promise<SubagentRun> {
+  return bench.host.spawn.start({ prompt: `bench task ${++sequence}`, parent: bench.parent, signal })
 }
 
 export function expectStop(result: SubagentResult, expected: SubagentResult['stopReason'], mode: Mode): SubagentResult {
@@ -74,8 +84,8 @@ export function expectStop(result: SubagentResult, expected: SubagentResult['sto
 }
 
 /** One whole delegation; resolves with its result once disposed. */
-export async function delegate(bench: BenchHost, provider = MODEL): Promise<SubagentResult> {
-  const run = await start(bench, undefined, provider)
+export async function delegate(bench: BenchHost): Promise<SubagentResult> {
+  const run = await start(bench)
   try {
     return expectStop(await run.result, 'completed', bench.mode)
   } finally {

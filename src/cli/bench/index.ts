@@ -9,7 +9,7 @@ import { styleFor } from '../format.js'
 import { BENCH_USAGE, parseBenchArgs, type BenchArgs } from './args.js'
 import { createFloor } from './floor.js'
 import { defaultThreads } from './harness.js'
-import { machineInfo } from './machine.js'
+import { backgroundBusy, machineInfo, otherLoad } from './machine.js'
 import { FULL_PLAN, QUICK_PLAN } from './plan.js'
 import { createProgress } from './progress.js'
 import { renderNotes, renderTable } from './report.js'
@@ -40,11 +40,13 @@ export async function runBench(argv: readonly string[]): Promise<void> {
 
 async function measure(args: BenchArgs, argv: readonly string[]): Promise<BenchReport> {
   const plan = args.quick ? QUICK_PLAN : FULL_PLAN
+  const machine = machineInfo(await backgroundBusy())
   const scenarios = scenariosFor(args.only)
   const floorUnits = (args.only.some((id) => id === 'S1' || id === 'S2') ? 1 : 0) + (args.only.includes('S3') ? 1 : 0)
   const progress = createProgress(scenarios.reduce((sum, s) => sum + s.units(plan), floorUnits))
   const context = { plan, progress, floor: createFloor(plan, defaultThreads(), progress) }
   const startedAt = new Date()
+  const others = otherLoad()
   const t0 = performance.now()
   const results: ScenarioResult[] = []
   try {
@@ -57,6 +59,7 @@ async function measure(args: BenchArgs, argv: readonly string[]): Promise<BenchR
   } finally {
     progress.stop()
   }
+  machine.otherLoadDuringRun = others.stop()
   return {
     tool: 'subagent-worker bench',
     version: await packageVersion(),
@@ -64,7 +67,7 @@ async function measure(args: BenchArgs, argv: readonly string[]): Promise<BenchR
     durationMs: performance.now() - t0,
     argv: [...argv],
     quick: args.quick,
-    machine: machineInfo(),
+    machine,
     scenarios: results,
   }
 }

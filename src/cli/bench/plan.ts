@@ -21,17 +21,17 @@ export interface Plan {
 
 export const FULL_PLAN: Plan = {
   latency: { warmup: 300, samples: 2000, batch: 100 },
-  throughput: { warmup: 1000, total: 5000, inFlight: 64, rounds: 5 },
-  io: { warmup: 1000, total: 5000, inFlight: 1000, latencyMs: 20, rounds: 5 },
+  throughput: { warmup: 5000, total: 5000, inFlight: 64, rounds: 5 },
+  io: { warmup: 3000, total: 5000, inFlight: 1000, latencyMs: 20, rounds: 5 },
   cpu: { children: 32, burnMs: 50, rounds: 5 },
   memory: { children: 1000, rounds: 3 },
   abort: { rounds: 10, graceMs: 200 },
 }
 
 export const QUICK_PLAN: Plan = {
-  latency: { warmup: 100, samples: 300, batch: 50 },
-  throughput: { warmup: 500, total: 1000, inFlight: 64, rounds: 3 },
-  io: { warmup: 500, total: 2000, inFlight: 1000, latencyMs: 20, rounds: 2 },
+  latency: { warmup: 300, samples: 500, batch: 50 },
+  throughput: { warmup: 2000, total: 2000, inFlight: 64, rounds: 3 },
+  io: { warmup: 2000, total: 2000, inFlight: 1000, latencyMs: 20, rounds: 2 },
   cpu: { children: 32, burnMs: 50, rounds: 2 },
   memory: { children: 1000, rounds: 2 },
   abort: { rounds: 3, graceMs: 200 },

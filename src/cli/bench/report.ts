@@ -22,7 +22,7 @@ function cell(figure: Figure | null | undefined, unit: Unit): string {
 }
 
 function goalFigure(goal: Goal, result: ScenarioResult): string {
-  return goal.kind === 'ratio' ? `${goal.figure.toFixed(2)}×` : formatValue(goal.figure, result.unit)
+  return goal.kind === 'ratio' ? `${goal.figure.toFixed(3)}×` : formatValue(goal.figure, result.unit)
 }
 
 export function renderTable(report: BenchReport, style: Style): string {
@@ -39,7 +39,10 @@ export function renderTable(report: BenchReport, style: Style): string {
 }
 
 export function renderNotes(report: BenchReport, style: Style): string {
-  const lines = report.scenarios.map((r) => `  ${r.id}  ${r.title}; one sample = ${r.metric}.${r.inlineNote ? ` Inline: ${r.inlineNote}.` : ''}`)
+  const lines = report.scenarios.map((r) => {
+    const moduleModel = r.workerModuleModel ? ` Worker with a module model (no RPC per step): ${cell(r.workerModuleModel, r.unit)}.` : ''
+    return `  ${r.id}  ${r.title}; one sample = ${r.metric}.${moduleModel}${r.inlineNote ? ` Inline: ${r.inlineNote}.` : ''}`
+  })
   const models = [...new Set(report.scenarios.map((r) => r.model))]
   return [
     style.dim(`Machine: ${describeMachine(report.machine)}${report.quick ? '  (--quick: fewer samples, noisier figures)' : ''}.`),

@@ -15,7 +15,7 @@ const BAR_W = 430
 const BAR_H = 14
 const GAP = 4
 const ROW_PAD = 18
-const COLORS = { inline: '#7b8794', worker: '#e8833a', floor: '#5a9bd5', goal: '#c0392b', met: '#2e8b57', missed: '#c0392b' }
+const COLORS = { inline: '#7b8794', worker: '#e8833a', moduleModel: '#f2c14e', floor: '#5a9bd5', goal: '#c0392b', met: '#2e8b57', missed: '#c0392b' }
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 
@@ -30,6 +30,7 @@ function barsOf(result: ScenarioResult): Bar[] {
     { label: 'inline', figure: result.inline, color: COLORS.inline },
     { label: 'worker', figure: result.worker, color: COLORS.worker },
   ]
+  if (result.workerModuleModel) bars.push({ label: 'worker, module model', figure: result.workerModuleModel, color: COLORS.moduleModel })
   if (result.floor) bars.push({ label: 'floor', figure: result.floor, color: COLORS.floor })
   return bars
 }
@@ -87,11 +88,12 @@ export function renderSvg(report: BenchReport): string {
   const legend = [
     ['inline', COLORS.inline],
     ['worker', COLORS.worker],
-    ['floor (bare piscina round trip)', COLORS.floor],
+    ['worker, module model (no RPC)', COLORS.moduleModel],
+    ['floor (no library)', COLORS.floor],
   ]
-    .map(([label, color], i) => `<rect x="${12 + i * 150}" y="50" width="12" height="10" fill="${color}"/><text x="${28 + i * 150}" y="59" class="small">${escape(label!)}</text>`)
+    .map(([label, color], i) => `<rect x="${12 + i * 110}" y="50" width="12" height="10" fill="${color}"/><text x="${28 + i * 110}" y="59" class="small">${escape(label!)}</text>`)
     .join('\n')
-  const goalKey = `<line x1="480" y1="55" x2="500" y2="55" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="506" y="59" class="small">goal (absolute ones)   bars: median, whisker: p99</text>`
+  const goalKey = `<line x1="560" y1="55" x2="580" y2="55" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="586" y="59" class="small">goal (absolute ones)   bars: median, whisker: p99</text>`
   return `<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${top + 10}" viewBox="0 0 ${WIDTH} ${top + 10}" font-family="Helvetica, Arial, sans-serif">
 <style>

@@ -42,6 +42,8 @@ export interface ScenarioResult {
   worker: Figure
   /** The bare piscina round trip measured in the same run (S1-S3). */
   floor?: Figure
+  /** The worker figure again with a module model: no host round trip per model step (S2, S3). */
+  workerModuleModel?: Figure
   /** worker median / inline median; `null` when there is no inline figure. */
   ratio: number | null
   goal: Goal

@@ -3,9 +3,9 @@
  * and take turns in batches, so drift in the machine (frequency, other load) hits both alike.
  */
 import { textResponse } from '../../../index.js'
-import { benchHost, defaultThreads, delegate, expectStop, HOST_MODEL, start, useScript, type BenchHost } from '../harness.js'
+import { benchHost, defaultThreads, delegate, expectStop, HOST_MODEL, start, useScript, type BenchHost, type Variant } from '../harness.js'
 import type { Plan } from '../plan.js'
-import type { Mode, ScenarioResult } from '../types.js'
+import type { ScenarioResult } from '../types.js'
 import { valueGoal, figure, isMet, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
 
 /** Times one delegation's part of interest, in ms. */
@@ -30,11 +30,11 @@ const wholeDelegation: Measure = async (bench) => {
 
 const batches = (plan: Plan) => Math.ceil(plan.latency.samples / plan.latency.batch)
 
-async function alternate(context: ScenarioContext, measure: Measure): Promise<Record<Mode, number[]>> {
+async function alternate(context: ScenarioContext, measure: Measure, variants: readonly Variant[]): Promise<Record<Variant, number[]>> {
   const { warmup, samples, batch } = context.plan.latency
   const threads = defaultThreads()
-  const hosts = [benchHost('inline'), benchHost('worker', { pool: { minThreads: threads, maxThreads: threads } })]
-  const times: Record<Mode, number[]> = { inline: [], worker: [] }
+  const hosts = variants.map((variant) => benchHost(variant, { pool: { minThreads: threads, maxThreads: threads } }))
+  const times: Record<Variant, number[]> = { inline: [], worker: [], workerModuleModel: [] }
   try {
     for (const bench of hosts) {
       const script = useScript(bench, warmup, [textResponse('done')])
@@ -45,7 +45,7 @@ async function alternate(context: ScenarioContext, measure: Measure): Promise<Re
       const size = Math.min(batch, samples - taken)
       for (const bench of hosts) {
         const script = useScript(bench, size, [textResponse('done')])
-        for (let i = 0; i < size; i++) times[bench.mode].push(await measure(bench))
+        for (let i = 0; i < size; i++) times[bench.variant].push(await measure(bench))
         script.done()
       }
       context.progress.advance(1)
@@ -66,7 +66,7 @@ export const s1: Scenario = {
   label: 'S1 start() to published',
   units: batches,
   async run(context): Promise<ScenarioResult[]> {
-    const times = await alternate(context, startToPublished)
+    const times = await alternate(context, startToPublished, ['inline', 'worker'])
     const inline = figure(times.inline, 'lower')
     const worker = figure(times.worker, 'lower')
     const goal = valueGoal('p50 <= 0.5 ms', '<=', worker.median, 0.5, 0.5)
@@ -95,7 +95,7 @@ export const s2: Scenario = {
   label: 'S2 one-step delegation',
   units: batches,
   async run(context): Promise<ScenarioResult[]> {
-    const times = await alternate(context, wholeDelegation)
+    const times = await alternate(context, wholeDelegation, ['inline', 'worker', 'workerModuleModel'])
     const inline = figure(times.inline, 'lower')
     const worker = figure(times.worker, 'lower')
     const overhead = worker.median - inline.median
@@ -112,6 +112,7 @@ export const s2: Scenario = {
         inline,
         worker,
         floor: await context.floor.latency(),
+        workerModuleModel: figure(times.workerModuleModel, 'lower'),
         ratio: ratioOf(worker, inline),
         goal,
         met: isMet(goal),

@@ -3,9 +3,9 @@
  * `inFlight` lanes and yields one rate sample; rounds alternate inline and worker.
  */
 import { textResponse, toolCallResponse, type PoolOptions, type ScriptEntry } from '../../../index.js'
-import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost } from '../harness.js'
+import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost, type Variant } from '../harness.js'
 import { summarize } from '../stats.js'
-import type { Mode, ScenarioResult } from '../types.js'
+import type { ScenarioResult } from '../types.js'
 import { ratioGoal, valueGoal, figure, isMet, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
 
 interface Load {
@@ -15,24 +15,27 @@ interface Load {
   rounds: number
   steps: ScriptEntry[]
   pool: PoolOptions
+  variants: readonly Variant[]
 }
 
 interface Rates {
-  rates: Record<Mode, number[]>
-  latencies: Record<Mode, number[]>
+  rates: Record<Variant, number[]>
+  latencies: Record<Variant, number[]>
 }
 
+const none = (): Record<Variant, number[]> => ({ inline: [], worker: [], workerModuleModel: [] })
+
 async function pump(context: ScenarioContext, load: Load): Promise<Rates> {
-  const hosts = [benchHost('inline'), benchHost('worker', { pool: load.pool })]
-  const rates: Record<Mode, number[]> = { inline: [], worker: [] }
-  const latencies: Record<Mode, number[]> = { inline: [], worker: [] }
+  const hosts = load.variants.map((variant) => benchHost(variant, { pool: load.pool }))
+  const rates = none()
+  const latencies = none()
   const round = async (bench: BenchHost, total: number, record: boolean) => {
     const script = useScript(bench, total, load.steps)
     const t0 = performance.now()
-    await saturate(total, load.inFlight, () => delegate(bench), record ? (ms) => latencies[bench.mode].push(ms) : undefined)
+    await saturate(total, load.inFlight, () => delegate(bench), record ? (ms) => latencies[bench.variant].push(ms) : undefined)
     const seconds = (performance.now() - t0) / 1000
     script.done()
-    if (record) rates[bench.mode].push(total / seconds)
+    if (record) rates[bench.variant].push(total / seconds)
   }
   try {
     for (const bench of hosts) await round(bench, load.warmup, false)
@@ -48,10 +51,9 @@ async function pump(context: ScenarioContext, load: Load): Promise<Rates> {
 }
 
 /** Per-delegation latency inside a throughput run: what a caller waits while the host is saturated. */
-function latencyExtra(latencies: Record<Mode, number[]>) {
-  return {
-    delegationLatencyMs: { inline: summarize(latencies.inline), worker: summarize(latencies.worker) },
-  }
+function latencyExtra(latencies: Record<Variant, number[]>) {
+  const measured = Object.entries(latencies).filter(([, samples]) => samples.length > 0)
+  return { delegationLatencyMs: Object.fromEntries(measured.map(([variant, samples]) => [variant, summarize(samples)])) }
 }
 
 function threadsFor(inFlight: number) {
@@ -67,7 +69,7 @@ export const s3: Scenario = {
     const { warmup, total, inFlight, rounds } = context.plan.throughput
     // Enough slots for every lane: the admission queue would otherwise cap concurrency at the thread count.
     const pool = threadsFor(inFlight)
-    const { rates, latencies } = await pump(context, { warmup, total, inFlight, rounds, steps: [textResponse('done')], pool })
+    const { rates, latencies } = await pump(context, { warmup, total, inFlight, rounds, steps: [textResponse('done')], pool, variants: ['inline', 'worker', 'workerModuleModel'] })
     const inline = figure(rates.inline, 'higher')
     const worker = figure(rates.worker, 'higher')
     const goal = valueGoal('>= 5,000 delegations/s', '>=', worker.median, 5000, 5000)
@@ -83,6 +85,7 @@ export const s3: Scenario = {
         inline,
         worker,
         floor: await context.floor.throughput({ threads: pool.maxThreads, concurrentTasksPerWorker: pool.childrenPerWorker }),
+        workerModuleModel: figure(rates.workerModuleModel, 'higher'),
         ratio: ratioOf(worker, inline),
         goal,
         met: isMet(goal),
@@ -104,7 +107,7 @@ export const s4: Scenario = {
       { delayMs: latencyMs, chunks: toolCallResponse('call-1', 'burn', { iterations: 0 }) },
       { delayMs: latencyMs, chunks: textResponse('done') },
     ]
-    const { rates, latencies } = await pump(context, { warmup, total, inFlight, rounds, steps, pool })
+    const { rates, latencies } = await pump(context, { warmup, total, inFlight, rounds, steps, pool, variants: ['inline', 'worker'] })
     const inline = figure(rates.inline, 'higher')
     const worker = figure(rates.worker, 'higher')
     const ratio = ratioOf(worker, inline) ?? 0
