@@ -1,7 +1,7 @@
 /**
  * A self-contained SVG chart of a run: per scenario, inline and worker medians as bars with a
- * whisker out to p99, the floor where there is one, and the goal as a dashed line when it is an
- * absolute figure. Each scenario has its own scale (their units differ). Hand-written: a chart
+ * whisker out to p99, the floor and the module-model figure where there are some, and the goal
+ * as a dashed line. Each scenario has its own scale (their units differ). Hand-written: a chart
  * library would be a dependency for forty lines of rectangles.
  */
 import { describeMachine } from './machine.js'
@@ -9,12 +9,12 @@ import { formatValue } from './report.js'
 import type { BenchReport, Figure, ScenarioResult } from './types.js'
 
 const WIDTH = 960
-const LABEL_W = 300
-const BAR_X = LABEL_W + 10
-const BAR_W = 430
+const LABEL_X = 170
+const BAR_X = 180
+const BAR_W = 540
 const BAR_H = 14
 const GAP = 4
-const ROW_PAD = 18
+const HEAD = 40
 const COLORS = { inline: '#7b8794', worker: '#e8833a', moduleModel: '#f2c14e', floor: '#5a9bd5', goal: '#c0392b', met: '#2e8b57', missed: '#c0392b' }
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
@@ -37,43 +37,48 @@ function barsOf(result: ScenarioResult): Bar[] {
 
 function row(result: ScenarioResult, top: number): { svg: string; height: number } {
   const bars = barsOf(result)
-  const height = ROW_PAD * 2 + bars.length * (BAR_H + GAP)
-  const extent = Math.max(...bars.flatMap((b) => (b.figure ? [b.figure.median, b.figure.p99] : [])), result.goal.absolute ?? 0) * 1.08 || 1
-  const x = (value: number) => BAR_X + (Math.max(0, value) / extent) * BAR_W
-  const parts: string[] = []
-  parts.push(`<text x="12" y="${top + ROW_PAD + 8}" class="id">${escape(result.id)}</text>`)
-  parts.push(`<text x="48" y="${top + ROW_PAD + 8}" class="title">${escape(shorten(result.title, 44))}</text>`)
-  parts.push(`<text x="48" y="${top + ROW_PAD + 24}" class="small">${escape(shorten(`${result.unit}, ${result.better} is better`, 46))}</text>`)
+  const height = HEAD + bars.length * (BAR_H + GAP) + 12
+  // The scale fits the medians and the goal; a p99 beyond it is clipped with an arrow, so one
+  // long tail does not shrink every bar of the row to a sliver.
+  const extent = Math.max(...bars.flatMap((b) => (b.figure ? [b.figure.median] : [])), result.goal.line ?? 0) * 1.25 || 1
+  const x = (value: number) => BAR_X + (Math.min(Math.max(0, value), extent) / extent) * BAR_W
+  const verdict = result.met ? 'met' : 'missed'
+  const parts: string[] = [
+    `<text x="12" y="${top + 18}" class="id">${escape(result.id)}</text>`,
+    `<text x="44" y="${top + 18}" class="title">${escape(result.title)}</text>`,
+    `<text x="44" y="${top + 32}" class="small">${escape(`${result.unit}, ${result.better} is better`)}</text>`,
+    `<text x="${WIDTH - 12}" y="${top + 18}" class="verdict" fill="${result.met ? COLORS.met : COLORS.missed}" text-anchor="end">${verdict}</text>`,
+    `<text x="${WIDTH - 12}" y="${top + 32}" class="small" text-anchor="end">goal: ${escape(result.goal.text)}</text>`,
+  ]
   bars.forEach((bar, i) => {
-    const y = top + ROW_PAD + i * (BAR_H + GAP)
-    parts.push(`<text x="${BAR_X - 6}" y="${y + BAR_H - 3}" class="small" text-anchor="end">${bar.label}</text>`)
+    const y = top + HEAD + i * (BAR_H + GAP)
+    const baseline = y + BAR_H - 3
+    parts.push(`<text x="${LABEL_X}" y="${baseline}" class="small" text-anchor="end">${bar.label}</text>`)
     if (!bar.figure) {
-      parts.push(`<text x="${BAR_X + 4}" y="${y + BAR_H - 3}" class="small">n/a${result.inlineNote ? ' (cannot be stopped inline)' : ''}</text>`)
+      parts.push(`<text x="${BAR_X + 4}" y="${baseline}" class="small">n/a (see the notes)</text>`)
       return
     }
     const end = x(bar.figure.median)
     const tail = x(bar.figure.p99)
-    parts.push(`<rect x="${BAR_X}" y="${y}" width="${(end - BAR_X).toFixed(1)}" height="${BAR_H}" fill="${bar.color}"/>`)
-    // The whisker runs from the median to the bad tail (left of the median for rates).
+    const clipped = bar.figure.p99 > extent
     const mid = y + BAR_H / 2
+    parts.push(`<rect x="${BAR_X}" y="${y}" width="${Math.max(1, end - BAR_X).toFixed(1)}" height="${BAR_H}" fill="${bar.color}"/>`)
+    // The whisker runs from the median to the bad tail (left of the median for rates).
     parts.push(`<line x1="${end.toFixed(1)}" y1="${mid}" x2="${tail.toFixed(1)}" y2="${mid}" stroke="#333" stroke-width="1"/>`)
-    parts.push(`<line x1="${tail.toFixed(1)}" y1="${y + 3}" x2="${tail.toFixed(1)}" y2="${y + BAR_H - 3}" stroke="#333" stroke-width="1"/>`)
+    parts.push(
+      clipped
+        ? `<path d="M${tail - 5} ${mid - 4} L${tail} ${mid} L${tail - 5} ${mid + 4}" fill="none" stroke="#333"/>`
+        : `<line x1="${tail.toFixed(1)}" y1="${y + 3}" x2="${tail.toFixed(1)}" y2="${y + BAR_H - 3}" stroke="#333" stroke-width="1"/>`,
+    )
     const labelX = Math.max(end, tail) + 6
-    parts.push(`<text x="${labelX.toFixed(1)}" y="${y + BAR_H - 3}" class="small">${escape(formatValue(bar.figure.median, result.unit))} · p99 ${escape(formatValue(bar.figure.p99, result.unit))}</text>`)
+    parts.push(`<text x="${labelX.toFixed(1)}" y="${baseline}" class="small">${escape(formatValue(bar.figure.median, result.unit))} · p99 ${escape(formatValue(bar.figure.p99, result.unit))}</text>`)
   })
-  if (result.goal.absolute !== undefined) {
-    const gx = x(result.goal.absolute).toFixed(1)
-    parts.push(`<line x1="${gx}" y1="${top + ROW_PAD - 6}" x2="${gx}" y2="${top + height - ROW_PAD + 2}" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/>`)
+  if (result.goal.line !== undefined) {
+    const gx = x(result.goal.line).toFixed(1)
+    parts.push(`<line x1="${gx}" y1="${top + HEAD - 4}" x2="${gx}" y2="${top + height - 8}" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/>`)
   }
-  const verdict = result.met ? 'met' : 'missed'
-  parts.push(`<text x="${WIDTH - 12}" y="${top + ROW_PAD + 8}" class="verdict" fill="${result.met ? COLORS.met : COLORS.missed}" text-anchor="end">${verdict}</text>`)
-  parts.push(`<text x="${WIDTH - 12}" y="${top + ROW_PAD + 24}" class="small" text-anchor="end">${escape(shorten(result.goal.text, 34))}</text>`)
   parts.push(`<line x1="0" y1="${top + height}" x2="${WIDTH}" y2="${top + height}" stroke="#e3e3e3"/>`)
   return { svg: parts.join('\n'), height }
-}
-
-function shorten(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`
 }
 
 export function renderSvg(report: BenchReport): string {
@@ -85,15 +90,21 @@ export function renderSvg(report: BenchReport): string {
     rows.push(svg)
     top += height
   }
+  // Legend entries laid out by their text length (about 6 px a character at this size).
+  let lx = 12
   const legend = [
     ['inline', COLORS.inline],
     ['worker', COLORS.worker],
     ['worker, module model (no RPC)', COLORS.moduleModel],
     ['floor (no library)', COLORS.floor],
   ]
-    .map(([label, color], i) => `<rect x="${12 + i * 110}" y="50" width="12" height="10" fill="${color}"/><text x="${28 + i * 110}" y="59" class="small">${escape(label!)}</text>`)
+    .map(([label, color]) => {
+      const item = `<rect x="${lx}" y="50" width="12" height="10" fill="${color}"/><text x="${lx + 16}" y="59" class="small">${escape(label!)}</text>`
+      lx += 16 + label!.length * 6 + 18
+      return item
+    })
     .join('\n')
-  const goalKey = `<line x1="560" y1="55" x2="580" y2="55" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="586" y="59" class="small">goal (absolute ones)   bars: median, whisker: p99</text>`
+  const goalKey = `<line x1="${lx}" y1="55" x2="${lx + 20}" y2="55" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="${lx + 26}" y="59" class="small">goal · bar: median · whisker: p99 (arrow: beyond the scale)</text>`
   return `<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${top + 10}" viewBox="0 0 ${WIDTH} ${top + 10}" font-family="Helvetica, Arial, sans-serif">
 <style>

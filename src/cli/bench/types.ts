@@ -21,8 +21,8 @@ export interface Goal {
   comparison: '<=' | '>='
   /** `ratio` goals compare worker with inline; `value` goals a figure in the scenario's unit. */
   kind: 'value' | 'ratio'
-  /** For the chart: a threshold in the scenario's own unit, when the goal is absolute. */
-  absolute?: number
+  /** Where the goal sits in the scenario's own unit (for a ratio or overhead goal, relative to the inline median), for the chart. */
+  line?: number
 }
 
 export interface ScenarioResult {

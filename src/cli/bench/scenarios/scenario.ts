@@ -30,14 +30,14 @@ export function ratioOf(worker: Figure, inline: Figure | null): number | null {
   return inline && inline.median !== 0 ? worker.median / inline.median : null
 }
 
-/** A goal on an absolute figure; `absolute` also draws it on the chart. */
-export function valueGoal(text: string, comparison: Goal['comparison'], figure: number, threshold: number, absolute?: number): Goal {
-  return { text, figure, threshold, comparison, kind: 'value', ...(absolute === undefined ? {} : { absolute }) }
+/** A goal on a figure in the scenario's unit; `line` places it on the chart. */
+export function valueGoal(text: string, comparison: Goal['comparison'], figure: number, threshold: number, line?: number): Goal {
+  return { text, figure, threshold, comparison, kind: 'value', ...(line === undefined ? {} : { line }) }
 }
 
-/** A goal on worker / inline. */
-export function ratioGoal(text: string, comparison: Goal['comparison'], ratio: number, threshold: number): Goal {
-  return { text, figure: ratio, threshold, comparison, kind: 'ratio' }
+/** A goal on worker / inline; on the chart it sits at the threshold times the inline median. */
+export function ratioGoal(text: string, comparison: Goal['comparison'], ratio: number, threshold: number, inlineMedian: number): Goal {
+  return { text, figure: ratio, threshold, comparison, kind: 'ratio', line: threshold * inlineMedian }
 }
 
 export function isMet(goal: Goal): boolean {
