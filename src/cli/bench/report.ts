@@ -22,7 +22,7 @@ function cell(figure: Figure | null | undefined, unit: Unit): string {
 }
 
 function goalFigure(goal: Goal, result: ScenarioResult): string {
-  return goal.kind === 'ratio' ? `${goal.figure.toFixed(3)}×` : formatValue(goal.figure, result.unit)
+  return goal.kind === 'ratio' ? `${goal.figure.toPrecision(4)}×` : formatValue(goal.figure, result.unit)
 }
 
 export function renderTable(report: BenchReport, style: Style): string {
