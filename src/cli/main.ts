@@ -1,16 +1,20 @@
 #!/usr/bin/env node
 /** The `subagent-worker` command. */
+import { UsageError } from './bench/args.js'
+import { runBench } from './bench/index.js'
 import { runDemo } from './demo.js'
 
 const USAGE = `usage: subagent-worker <command>
 
 commands:
   demo     parallel delegations on worker threads with the scripted model (what npm start runs)
+  bench    inline vs worker benchmarks with goals (what npm run bench runs; --help for its flags)
 `
 
 const [command = 'demo', ...rest] = process.argv.slice(2)
 const commands: Record<string, (args: string[]) => Promise<void>> = {
   demo: () => runDemo(),
+  bench: (args) => runBench(args),
 }
 
 const run = commands[command]
@@ -19,6 +23,12 @@ if (!run || command === 'help' || command === '--help') {
   process.exitCode = run || command === 'help' || command === '--help' ? 0 : 2
 } else {
   run(rest).catch((error: unknown) => {
+    // A bad command line is the caller's mistake (exit 2, no stack); anything else is a failure (exit 1).
+    if (error instanceof UsageError) {
+      process.stderr.write(`subagent-worker ${command}: ${error.message}\nrun \`subagent-worker ${command} --help\` for the flags\n`)
+      process.exitCode = 2
+      return
+    }
     process.stderr.write(`subagent-worker ${command} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
     process.exitCode = 1
   })

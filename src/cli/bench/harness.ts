@@ -1,0 +1,110 @@
+/**
+ * What every scenario shares: a host per transport with the bench module, a parent agent, and
+ * one delegation (start → result → dispose) that fails loudly if the child did not finish the
+ * way the scenario expects, since a benchmark of failing runs measures nothing.
+ */
+import { availableParallelism } from 'node:os'
+import { createHost, ScriptedModel, type Agent, type Host, type PoolOptions, type ScriptEntry, type SubagentResult, type SubagentRun } from '../../index.js'
+import type { Mode } from './types.js'
+
+export const BENCH_MODULE = new URL('./module.js', import.meta.url)
+
+/** The model name children use; each phase registers its own ScriptedModel under it. */
+export const MODEL = 'bench'
+
+/** The module model's name (see module.ts): zero RPC, the step runs where the child runs. */
+export const MODULE_MODEL = 'bench-echo'
+
+export const HOST_MODEL = 'ScriptedModel on the host (one RPC round trip per step on worker)'
+export const MODULE_MODEL_NOTE = 'worker, module model: the same delegations with a model from the agent module (no RPC per step)'
+
+/** The library's default thread count for this machine, started up front so the pool is warm. */
+export function defaultThreads(): number {
+  return Math.max(1, Math.round(availableParallelism() * 1.5))
+}
+
+/**
+ * Which figure a host produces: the two transports with the host-placed ScriptedModel, and the
+ * worker transport with a module model, which shows how much of the worker's cost is the RPC.
+ */
+export type Variant = 'inline' | 'worker' | 'workerModuleModel'
+
+export interface BenchHost {
+  host: Host
+  parent: Agent
+  mode: Mode
+  variant: Variant
+}
+
+export interface HostSetup {
+  pool?: PoolOptions
+  abortGraceMs?: number
+}
+
+export function benchHost(variant: Variant, setup: HostSetup = {}): BenchHost {
+  const mode: Mode = variant === 'inline' ? 'inline' : 'worker'
+  const host = createHost({
+    isolation: mode,
+    agentModule: BENCH_MODULE,
+    // Idle threads must not exit between a scenario's rounds: that would measure thread start-up.
+    pool: { idleTimeoutMs: 600_000, ...setup.pool },
+    ...(setup.abortGraceMs === undefined ? {} : { abortGraceMs: setup.abortGraceMs }),
+  })
+  // Children inherit the parent's provider, so the variant's model is chosen here once.
+  const provider = variant === 'workerModuleModel' ? MODULE_MODEL : MODEL
+  const parent = host.createAgent({ options: { provider, model: 'scripted' } })
+  return { host, parent, mode, variant }
+}
+
+/**
+ * Registers a fresh ScriptedModel for one phase of `count` delegations, each taking `steps`
+ * (one script entry per model request), and returns a function that unregisters it. A fresh
+ * model per phase keeps the requests it records from piling up across the whole run.
+ */
+export function useScript(bench: BenchHost, count: number, steps: ScriptEntry[]): { model: ScriptedModel; done(): void } {
+  if (bench.variant === 'workerModuleModel') return { model: new ScriptedModel([]), done() {} }
+  const script: ScriptEntry[] = []
+  for (let i = 0; i < count; i++) script.push(...steps)
+  const model = new ScriptedModel(script)
+  const done = bench.host.models.register(MODEL, model)
+  return { model, done }
+}
+
+let sequence = 0
+
+export function start(bench: BenchHost, signal: AbortSignal = new AbortController().signal): Promise<SubagentRun> {
+  return bench.host.spawn.start({ prompt: `bench task ${++sequence}`, parent: bench.parent, signal })
+}
+
+export function expectStop(result: SubagentResult, expected: SubagentResult['stopReason'], mode: Mode): SubagentResult {
+  if (result.stopReason !== expected) {
+    throw new Error(`a ${mode} bench child ended ${result.stopReason}, not ${expected}${result.diagnostic ? `: ${result.diagnostic}` : ''}`)
+  }
+  return result
+}
+
+/** One whole delegation; resolves with its result once disposed. */
+export async function delegate(bench: BenchHost): Promise<SubagentResult> {
+  const run = await start(bench)
+  try {
+    return expectStop(await run.result, 'completed', bench.mode)
+  } finally {
+    await run.dispose()
+  }
+}
+
+/** Runs `total` delegations with at most `inFlight` at once; calls `onDone` with each one's latency. */
+export async function saturate(total: number, inFlight: number, one: () => Promise<unknown>, onDone?: (latencyMs: number) => void): Promise<void> {
+  let next = 0
+  const lane = async () => {
+    while (next < total) {
+      next++
+      const t0 = performance.now()
+      await one()
+      onDone?.(performance.now() - t0)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(inFlight, total) }, lane))
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

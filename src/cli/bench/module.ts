@@ -1,0 +1,43 @@
+/**
+ * The benchmark's agent module: every worker imports it, and so does the host, so inline and
+ * worker children run the very same tool code. Its tools do their work where the child runs,
+ * which is what S5 (CPU in parallel) and S8 (a child that never yields) measure.
+ */
+import { defineAgentModule, defineTool, textResponse, type Model, type StreamChunk } from '../../index.js'
+import { work } from './work.js'
+
+const none = { type: 'object', properties: {} }
+
+/**
+ * A module model for zero-RPC figures: it answers every request with the same short text. It is
+ * not a ScriptedModel because a module model lives as long as its thread and a ScriptedModel
+ * records every request it ever served.
+ */
+const echo: Model = {
+  async *stream(): AsyncGenerator<StreamChunk> {
+    yield* textResponse('done')
+  },
+}
+
+export default defineAgentModule({
+  models: { 'bench-echo': echo },
+  tools: [
+    defineTool<{ iterations: number }>({
+      name: 'burn',
+      description: 'Does the given number of iterations of integer work on the CPU, then answers.',
+      parameters: { type: 'object', properties: { iterations: { type: 'integer', minimum: 0 } }, required: ['iterations'] },
+      execute({ iterations }) {
+        // The result is returned so the loop cannot be optimized away.
+        return `burnt ${work(iterations) & 1}`
+      },
+    }),
+    defineTool({
+      name: 'spin',
+      description: 'Loops forever and never checks for cancellation.',
+      parameters: none,
+      execute() {
+        for (;;);
+      },
+    }),
+  ],
+})

@@ -1,0 +1,38 @@
+/**
+ * How much each scenario measures. The full plan is what BENCHMARKS.md reports; `--quick` keeps
+ * every scenario's shape (same in-flight counts, same per-step latency, same CPU burn) and only
+ * takes fewer samples, so its figures are noisier but comparable.
+ */
+
+export interface Plan {
+  /** S1, S2 and the floor's latency: one delegation at a time, inline and worker alternating in batches. */
+  latency: { warmup: number; samples: number; batch: number }
+  /** S3 and the floor's throughput: zero model latency. */
+  throughput: { warmup: number; total: number; inFlight: number; rounds: number }
+  /** S4: a model that takes `latencyMs` per step, two steps a delegation. */
+  io: { warmup: number; total: number; inFlight: number; latencyMs: number; rounds: number }
+  /** S5 and S6: children each burning `burnMs` of CPU in a module tool. */
+  cpu: { children: number; burnMs: number; rounds: number }
+  /** S7: live children held on a pending model request while memory is read. */
+  memory: { children: number; rounds: number }
+  /** S8: spinning children cancelled; `graceMs` is the host's abortGraceMs. */
+  abort: { rounds: number; graceMs: number }
+}
+
+export const FULL_PLAN: Plan = {
+  latency: { warmup: 300, samples: 2000, batch: 100 },
+  throughput: { warmup: 5000, total: 5000, inFlight: 64, rounds: 5 },
+  io: { warmup: 3000, total: 5000, inFlight: 1000, latencyMs: 20, rounds: 5 },
+  cpu: { children: 32, burnMs: 50, rounds: 5 },
+  memory: { children: 1000, rounds: 3 },
+  abort: { rounds: 10, graceMs: 200 },
+}
+
+export const QUICK_PLAN: Plan = {
+  latency: { warmup: 300, samples: 500, batch: 50 },
+  throughput: { warmup: 2000, total: 2000, inFlight: 64, rounds: 3 },
+  io: { warmup: 2000, total: 2000, inFlight: 1000, latencyMs: 20, rounds: 2 },
+  cpu: { children: 32, burnMs: 50, rounds: 2 },
+  memory: { children: 1000, rounds: 2 },
+  abort: { rounds: 3, graceMs: 200 },
+}

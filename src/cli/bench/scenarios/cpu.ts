@@ -1,0 +1,149 @@
+/**
+ * S5 and S6 share one workload: a batch of children that each run a module tool burning a
+ * calibrated 50 ms of CPU. S5 is the batch's wall time; S6 is how late the host's event loop
+ * ran meanwhile (perf_hooks monitorEventLoopDelay). Inline, every burn runs on the host's
+ * thread; on workers the burns run in parallel on other threads.
+ */
+import { availableParallelism } from 'node:os'
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
+import { setImmediate as turn } from 'node:timers/promises'
+import { textResponse, toolCallResponse } from '../../../index.js'
+import { benchHost, defaultThreads, delegate, HOST_MODEL, useScript, type BenchHost } from '../harness.js'
+import { work } from '../work.js'
+import type { Figure, Mode, ScenarioResult } from '../types.js'
+import { figure, isMet, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
+
+/**
+ * The histogram's sampling timer period. Each recorded value is a whole period (the timer's
+ * expected wait plus its delay), so the period is subtracted to report the delay alone.
+ */
+const RESOLUTION_MS = 1
+const NS_PER_MS = 1e6
+
+/** Iterations of `work` that take `ms` on this thread, on an idle core (the best of several tries). */
+export function calibrate(ms: number): number {
+  for (let i = 0; i < 20; i++) work(100_000) // let the loop be optimized before timing it
+  let perMs = 0
+  let iterations = 1_000_000
+  for (let i = 0; i < 7; i++) {
+    const t0 = performance.now()
+    work(iterations)
+    const rate = iterations / (performance.now() - t0)
+    perMs = Math.max(perMs, rate)
+    iterations = Math.round(rate * ms)
+  }
+  return Math.round(perMs * ms)
+}
+
+async function batch(bench: BenchHost, children: number, iterations: number): Promise<number> {
+  const script = useScript(bench, children, [toolCallResponse('burn-1', 'burn', { iterations }), textResponse('done')])
+  const t0 = performance.now()
+  await Promise.all(Array.from({ length: children }, () => delegate(bench)))
+  const elapsed = performance.now() - t0
+  script.done()
+  return elapsed
+}
+
+/** Lets the event loop run a few monitor periods. */
+async function loopTurns(): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 3 * RESOLUTION_MS))
+  await turn()
+}
+
+const delayMs = (ns: number) => Math.max(0, ns / NS_PER_MS - RESOLUTION_MS)
+
+function delayFigure(total: IntervalHistogram, roundP99s: number[]): Figure {
+  return {
+    n: total.count,
+    median: delayMs(total.percentile(50)),
+    p99: delayMs(total.percentile(99)),
+    min: delayMs(total.min),
+    max: delayMs(total.max),
+    mean: delayMs(total.mean),
+    // The histogram keeps no raw samples; each round's own p99 stands in for them.
+    samples: roundP99s,
+  }
+}
+
+export const s5: Scenario = {
+  ids: ['S5', 'S6'],
+  label: 'S5/S6 CPU-bound module tools',
+  units: (plan) => plan.cpu.rounds * 2 + 2,
+  async run(context): Promise<ScenarioResult[]> {
+    const { children, burnMs, rounds } = context.plan.cpu
+    const iterations = calibrate(burnMs)
+    const threads = defaultThreads()
+    const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: 1 }
+    const hosts = [benchHost('inline'), benchHost('worker', { pool })]
+    const walls: Record<Mode, number[]> = { inline: [], worker: [] }
+    const delays = {} as Record<Mode, Figure>
+    try {
+      // Warm-up: every worker thread imports the module and optimizes the loop before timing.
+      for (const bench of hosts) await batch(bench, children, iterations)
+      context.progress.advance(1)
+      // One transport's rounds back to back, so its histogram runs once, without gaps: a
+      // re-enabled monitor would count the time it was off as one huge delay.
+      for (const bench of hosts) {
+        const total = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
+        const p99s: number[] = []
+        total.enable()
+        for (let r = 0; r < rounds; r++) {
+          const round = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
+          round.enable()
+          // A monitor records the gap between two of its ticks, so it must tick once before the
+          // batch (or a block from the very start is never seen) and once after it.
+          await loopTurns()
+          walls[bench.mode].push(await batch(bench, children, iterations))
+          await loopTurns()
+          round.disable()
+          p99s.push(delayMs(round.percentile(99)))
+          context.progress.advance(1)
+        }
+        total.disable()
+        delays[bench.mode] = delayFigure(total, p99s)
+      }
+    } finally {
+      await Promise.all(hosts.map(({ host }) => host.close()))
+    }
+
+    const floor = await context.floor.parallelWork({ threads, tasks: children, iterations, rounds })
+    const setup = { children, burnMsPerChild: burnMs, iterationsPerChild: iterations, rounds, steps: 2, pool }
+    const inline = figure(walls.inline, 'lower')
+    const worker = figure(walls.worker, 'lower')
+    const ratio = ratioOf(worker, inline) ?? Infinity
+    const wallGoal = ratioGoal('wall <= 0.55 × inline on 2 cores', '<=', ratio, 0.55, inline.median)
+    const delayGoal = valueGoal('p99 <= 10 ms', '<=', delays.worker.p99, 10, 10)
+    return [
+      {
+        id: 'S5',
+        title: `${children} children each running a module tool that burns ${burnMs} ms of CPU`,
+        metric: `ms of wall time for the batch of ${children}`,
+        unit: 'ms',
+        better: 'lower',
+        model: HOST_MODEL,
+        setup,
+        inline,
+        worker,
+        floor,
+        ratio,
+        goal: wallGoal,
+        met: isMet(wallGoal),
+        extra: { idealWorkerMs: (children * burnMs) / Math.min(threads, availableParallelism()), floorRatio: floor.median / inline.median },
+      },
+      {
+        id: 'S6',
+        title: 'host event-loop delay during S5',
+        metric: `ms of event-loop delay (monitorEventLoopDelay, ${RESOLUTION_MS} ms resolution, period subtracted)`,
+        unit: 'ms',
+        better: 'lower',
+        model: HOST_MODEL,
+        setup: { ...setup, resolutionMs: RESOLUTION_MS, samplesAre: 'per-round p99 (the histogram keeps no raw samples)' },
+        inline: delays.inline,
+        worker: delays.worker,
+        ratio: ratioOf(delays.worker, delays.inline),
+        goal: delayGoal,
+        met: isMet(delayGoal),
+      },
+    ]
+  },
+}

@@ -1,0 +1,123 @@
+/**
+ * S1 and S2: one delegation at a time on a warm pool. Inline and worker hosts live side by side
+ * and take turns in batches, so drift in the machine (frequency, other load) hits both alike.
+ */
+import { textResponse } from '../../../index.js'
+import { benchHost, defaultThreads, delegate, expectStop, HOST_MODEL, start, useScript, type BenchHost, type Variant } from '../harness.js'
+import type { Plan } from '../plan.js'
+import type { ScenarioResult } from '../types.js'
+import { valueGoal, figure, isMet, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
+
+/** Times one delegation's part of interest, in ms. */
+type Measure = (bench: BenchHost) => Promise<number>
+
+/** S1: `start()` until it fulfils with the published run; the rest of the delegation is untimed. */
+const startToPublished: Measure = async (bench) => {
+  const t0 = performance.now()
+  const run = await start(bench)
+  const elapsed = performance.now() - t0
+  expectStop(await run.result, 'completed', bench.mode)
+  await run.dispose()
+  return elapsed
+}
+
+/** S2: the whole one-step delegation, start → result → dispose. */
+const wholeDelegation: Measure = async (bench) => {
+  const t0 = performance.now()
+  await delegate(bench)
+  return performance.now() - t0
+}
+
+const batches = (plan: Plan) => Math.ceil(plan.latency.samples / plan.latency.batch)
+
+async function alternate(context: ScenarioContext, measure: Measure, variants: readonly Variant[]): Promise<Record<Variant, number[]>> {
+  const { warmup, samples, batch } = context.plan.latency
+  const threads = defaultThreads()
+  const hosts = variants.map((variant) => benchHost(variant, { pool: { minThreads: threads, maxThreads: threads } }))
+  const times: Record<Variant, number[]> = { inline: [], worker: [], workerModuleModel: [] }
+  try {
+    for (const bench of hosts) {
+      const script = useScript(bench, warmup, [textResponse('done')])
+      for (let i = 0; i < warmup; i++) await measure(bench)
+      script.done()
+    }
+    for (let taken = 0; taken < samples; taken += batch) {
+      const size = Math.min(batch, samples - taken)
+      for (const bench of hosts) {
+        const script = useScript(bench, size, [textResponse('done')])
+        for (let i = 0; i < size; i++) times[bench.variant].push(await measure(bench))
+        script.done()
+      }
+      context.progress.advance(1)
+    }
+  } finally {
+    await Promise.all(hosts.map(({ host }) => host.close()))
+  }
+  return times
+}
+
+function setup(plan: Plan): Record<string, unknown> {
+  const threads = defaultThreads()
+  return { ...plan.latency, concurrency: 1, steps: 1, pool: { minThreads: threads, maxThreads: threads, childrenPerWorker: 1 } }
+}
+
+export const s1: Scenario = {
+  ids: ['S1'],
+  label: 'S1 start() to published',
+  units: batches,
+  async run(context): Promise<ScenarioResult[]> {
+    const times = await alternate(context, startToPublished, ['inline', 'worker'])
+    const inline = figure(times.inline, 'lower')
+    const worker = figure(times.worker, 'lower')
+    const goal = valueGoal('p50 <= 0.5 ms', '<=', worker.median, 0.5, 0.5)
+    return [
+      {
+        id: 'S1',
+        title: 'start() to published run, warm pool, one at a time',
+        metric: 'ms from start() to the fulfilled run',
+        unit: 'ms',
+        better: 'lower',
+        model: HOST_MODEL,
+        setup: setup(context.plan),
+        inline,
+        worker,
+        floor: await context.floor.latency(),
+        ratio: ratioOf(worker, inline),
+        goal,
+        met: isMet(goal),
+      },
+    ]
+  },
+}
+
+export const s2: Scenario = {
+  ids: ['S2'],
+  label: 'S2 one-step delegation',
+  units: batches,
+  async run(context): Promise<ScenarioResult[]> {
+    const times = await alternate(context, wholeDelegation, ['inline', 'worker', 'workerModuleModel'])
+    const inline = figure(times.inline, 'lower')
+    const worker = figure(times.worker, 'lower')
+    const overhead = worker.median - inline.median
+    const goal = valueGoal('p50 overhead over inline <= 0.5 ms', '<=', overhead, 0.5, inline.median + 0.5)
+    return [
+      {
+        id: 'S2',
+        title: 'one-step delegation start → result → dispose, one at a time',
+        metric: 'ms for one whole delegation',
+        unit: 'ms',
+        better: 'lower',
+        model: HOST_MODEL,
+        setup: setup(context.plan),
+        inline,
+        worker,
+        floor: await context.floor.latency(),
+        workerModuleModel: figure(times.workerModuleModel, 'lower'),
+        ratio: ratioOf(worker, inline),
+        goal,
+        met: isMet(goal),
+        extra: { overheadP50Ms: overhead, overheadP99Ms: worker.p99 - inline.p99 },
+      },
+    ]
+  },
+}

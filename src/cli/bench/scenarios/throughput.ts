@@ -1,0 +1,133 @@
+/**
+ * S3 and S4: many delegations in flight. Each round pushes `total` delegations through
+ * `inFlight` lanes and yields one rate sample; rounds alternate inline and worker.
+ */
+import { textResponse, toolCallResponse, type PoolOptions, type ScriptEntry } from '../../../index.js'
+import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost, type Variant } from '../harness.js'
+import { summarize } from '../stats.js'
+import type { ScenarioResult } from '../types.js'
+import { ratioGoal, valueGoal, figure, isMet, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
+
+interface Load {
+  warmup: number
+  total: number
+  inFlight: number
+  rounds: number
+  steps: ScriptEntry[]
+  pool: PoolOptions
+  variants: readonly Variant[]
+}
+
+interface Rates {
+  rates: Record<Variant, number[]>
+  latencies: Record<Variant, number[]>
+}
+
+const none = (): Record<Variant, number[]> => ({ inline: [], worker: [], workerModuleModel: [] })
+
+async function pump(context: ScenarioContext, load: Load): Promise<Rates> {
+  const hosts = load.variants.map((variant) => benchHost(variant, { pool: load.pool }))
+  const rates = none()
+  const latencies = none()
+  const round = async (bench: BenchHost, total: number, record: boolean) => {
+    const script = useScript(bench, total, load.steps)
+    const t0 = performance.now()
+    await saturate(total, load.inFlight, () => delegate(bench), record ? (ms) => latencies[bench.variant].push(ms) : undefined)
+    const seconds = (performance.now() - t0) / 1000
+    script.done()
+    if (record) rates[bench.variant].push(total / seconds)
+  }
+  try {
+    for (const bench of hosts) await round(bench, load.warmup, false)
+    context.progress.advance(1)
+    for (let r = 0; r < load.rounds; r++) {
+      for (const bench of hosts) await round(bench, load.total, true)
+      context.progress.advance(1)
+    }
+  } finally {
+    await Promise.all(hosts.map(({ host }) => host.close()))
+  }
+  return { rates, latencies }
+}
+
+/** Per-delegation latency inside a throughput run: what a caller waits while the host is saturated. */
+function latencyExtra(latencies: Record<Variant, number[]>) {
+  const measured = Object.entries(latencies).filter(([, samples]) => samples.length > 0)
+  return { delegationLatencyMs: Object.fromEntries(measured.map(([variant, samples]) => [variant, summarize(samples)])) }
+}
+
+function threadsFor(inFlight: number) {
+  const threads = defaultThreads()
+  return { minThreads: threads, maxThreads: threads, childrenPerWorker: Math.ceil(inFlight / threads) }
+}
+
+export const s3: Scenario = {
+  ids: ['S3'],
+  label: 'S3 throughput, zero model latency',
+  units: (plan) => plan.throughput.rounds + 1,
+  async run(context): Promise<ScenarioResult[]> {
+    const { warmup, total, inFlight, rounds } = context.plan.throughput
+    // Enough slots for every lane: the admission queue would otherwise cap concurrency at the thread count.
+    const pool = threadsFor(inFlight)
+    const { rates, latencies } = await pump(context, { warmup, total, inFlight, rounds, steps: [textResponse('done')], pool, variants: ['inline', 'worker', 'workerModuleModel'] })
+    const inline = figure(rates.inline, 'higher')
+    const worker = figure(rates.worker, 'higher')
+    const goal = valueGoal('>= 5,000 delegations/s', '>=', worker.median, 5000, 5000)
+    return [
+      {
+        id: 'S3',
+        title: `throughput, zero model latency, ${inFlight} in flight, ${total.toLocaleString('en-US')} delegations a round`,
+        metric: 'delegations/s per round (start → result → dispose)',
+        unit: 'delegations/s',
+        better: 'higher',
+        model: HOST_MODEL,
+        setup: { warmup, total, inFlight, rounds, steps: 1, pool },
+        inline,
+        worker,
+        floor: await context.floor.throughput({ threads: pool.maxThreads, concurrentTasksPerWorker: pool.childrenPerWorker }),
+        workerModuleModel: figure(rates.workerModuleModel, 'higher'),
+        ratio: ratioOf(worker, inline),
+        goal,
+        met: isMet(goal),
+        extra: latencyExtra(latencies),
+      },
+    ]
+  },
+}
+
+export const s4: Scenario = {
+  ids: ['S4'],
+  label: 'S4 throughput, 20 ms model latency',
+  units: (plan) => plan.io.rounds + 1,
+  async run(context): Promise<ScenarioResult[]> {
+    const { warmup, total, inFlight, rounds, latencyMs } = context.plan.io
+    const pool = threadsFor(inFlight)
+    // Two model steps with a (free) module tool between them, each step taking latencyMs on the host.
+    const steps: ScriptEntry[] = [
+      { delayMs: latencyMs, chunks: toolCallResponse('call-1', 'burn', { iterations: 0 }) },
+      { delayMs: latencyMs, chunks: textResponse('done') },
+    ]
+    const { rates, latencies } = await pump(context, { warmup, total, inFlight, rounds, steps, pool, variants: ['inline', 'worker'] })
+    const inline = figure(rates.inline, 'higher')
+    const worker = figure(rates.worker, 'higher')
+    const ratio = ratioOf(worker, inline) ?? 0
+    const goal = ratioGoal('>= 90 % of inline', '>=', ratio, 0.9, inline.median)
+    return [
+      {
+        id: 'S4',
+        title: `throughput, ${latencyMs} ms model latency per step, ${inFlight.toLocaleString('en-US')} in flight`,
+        metric: `delegations/s per round of ${total.toLocaleString('en-US')} (2 steps + 1 module tool call each)`,
+        unit: 'delegations/s',
+        better: 'higher',
+        model: HOST_MODEL,
+        setup: { warmup, total, inFlight, rounds, steps: 2, latencyMsPerStep: latencyMs, pool },
+        inline,
+        worker,
+        ratio,
+        goal,
+        met: isMet(goal),
+        extra: latencyExtra(latencies),
+      },
+    ]
+  },
+}

@@ -1,0 +1,11 @@
+/**
+ * A fixed amount of integer work. The amount, not the wall time, is what a burning tool is
+ * given: a loop that ran "until 50 ms passed" would finish early on an oversubscribed core and
+ * flatter the parallel figure. The bench calibrates the iterations for 50 ms on one idle core.
+ * Its own file so the floor's worker can use it without loading the library.
+ */
+export function work(iterations: number): number {
+  let x = 1
+  for (let i = 0; i < iterations; i++) x = (Math.imul(x, 1103515245) + 12345) | 0
+  return x
+}
