@@ -18,7 +18,6 @@ export class InlineTransport implements Transport {
     const { agent, structured } = composeChild(spec, this.#env(), this.#persona, mirror.view)
     agent.session.onAppend((event) => mirror.append(event))
     return {
-      publish() {},
       async rollback() {
         agent.session.onAppend(undefined)
       },

@@ -133,7 +133,6 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   }
 
   writer = host.publish(mirror)
-  handle.publish()
   const runId = randomUUID()
   host.lifecycle.emit('subagent/start', { runId, provider, id, local: host.transport.local })
   const run = new DelegationRun(

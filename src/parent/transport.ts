@@ -17,11 +17,9 @@ export interface ChildMirror {
 }
 
 export interface ChildHandle {
-  /** Commits the creation transaction: the child may now run. */
-  publish(): void
   /** Undoes creation; the child never ran. */
   rollback(): Promise<void>
-  /** Drives one turn with the prompt; settles when the child is idle or gone. */
+  /** Called once the child is published: drives one turn with the prompt; settles when the child is idle or gone. */
   run(prompt: ContentBlock[]): Promise<ChildOutcome>
   /** Cooperative cancel: the running turn ends `aborted` with this reason. */
   cancel(reason: unknown): void

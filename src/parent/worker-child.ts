@@ -4,7 +4,7 @@
  * containment of every way the worker can die. Whatever happens, `created`, `run` and `release`
  * settle: a dead worker, a closed port and a malformed message all become a fault.
  */
-import type { MessagePort } from 'node:worker_threads'
+import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads'
 import { renderToolValue } from '../agent/tools.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
 import { cloneableReason, describeValue, fromWireError, tryClone, type ChildMessage, type HostMessage, type RpcTarget } from '../protocol/lifecycle.js'
@@ -48,6 +48,9 @@ export class WorkerChild implements ChildHandle {
   readonly #outcome = deferred<ChildOutcome>()
   #task: Promise<unknown> = Promise.resolve()
   #phase: Phase = 'creating'
+  #createdPending = true
+  /** Once the port emitted 'close', every message was delivered; reading it then can crash Node 20 (SIGSEGV). */
+  #portClosed = false
   #threadId: number | undefined
   #doomed: ChildTermination | undefined
   #grace: NodeJS.Timeout | undefined
@@ -60,6 +63,7 @@ export class WorkerChild implements ChildHandle {
     port.on('message', (message: unknown) => this.#receive(message))
     // The port closes when the worker dies; the task's rejection says why, so wait for it.
     port.on('close', () => {
+      this.#portClosed = true
       this.#task.then(
         () => this.#die({ stopReason: 'error', diagnostic: "the child's worker closed its channel before the child finished" }),
         (error: unknown) => this.#die(this.#diagnose(error)),
@@ -79,6 +83,15 @@ export class WorkerChild implements ChildHandle {
   attach(task: Promise<unknown>): void {
     this.#task = task
     task.catch((error: unknown) => this.#die(this.#diagnose(error)))
+  }
+
+  /**
+   * The task's failure can overtake the messages the worker sent just before it died: take those
+   * off the port first, so nothing it emitted is lost.
+   */
+  #drain(): void {
+    if (this.#portClosed) return
+    for (let next = receiveMessageOnPort(this.#port); next && this.#phase !== 'closed'; next = receiveMessageOnPort(this.#port)) this.#receive(next.message)
   }
 
   /** Resolves when the worker built the child; on abort, rolls back first, then rejects. */
@@ -110,10 +123,6 @@ export class WorkerChild implements ChildHandle {
     this.#die(termination)
   }
 
-  publish(): void {
-    this.#send({ type: 'publish' })
-  }
-
   async rollback(): Promise<void> {
     this.#let({ type: 'rollback' })
   }
@@ -121,7 +130,8 @@ export class WorkerChild implements ChildHandle {
   run(prompt: ContentBlock[]): Promise<ChildOutcome> {
     if (this.#phase === 'created') {
       this.#phase = 'running'
-      this.#send({ type: 'run', prompt })
+      // The worker learns of its publication together with the work: one crossing, not two.
+      this.#send({ type: 'publish', prompt })
     }
     return this.#outcome.promise
   }
@@ -164,15 +174,18 @@ export class WorkerChild implements ChildHandle {
         this.#threadId = message.threadId
         this.#phase = 'created'
         this.#options.placed(this, message.threadId)
+        this.#createdPending = false
         this.#created.resolve()
         return
       case 'create-failed':
+        this.#createdPending = false
         this.#created.reject(fromWireError(message.error))
         return
       case 'events':
         for (const event of message.events) this.#mirror.append(event)
         return
       case 'idle':
+        for (const event of message.events ?? []) this.#mirror.append(event)
         this.#phase = 'idle'
         clearTimeout(this.#grace)
         this.#outcome.resolve(message.structured ? { structured: message.structured } : {})
@@ -184,11 +197,13 @@ export class WorkerChild implements ChildHandle {
 
   #die(fault: ChildTermination): void {
     if (this.#phase === 'closed') return
+    this.#drain()
+    if ((this.#phase as Phase) === 'closed') return // a drained message was a protocol error
     this.#phase = 'closed'
     clearTimeout(this.#grace)
     const cause = this.#doomed ?? fault
     this.#rpc.close({ kind: 'worker-gone' })
-    this.#created.reject(new Error(cause.diagnostic))
+    if (this.#createdPending) this.#created.reject(new Error(cause.diagnostic))
     this.#outcome.resolve({ fault: cause })
     this.#port.close()
   }

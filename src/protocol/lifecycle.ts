@@ -2,8 +2,14 @@
  * Lifecycle messages between the host and the side that runs a child. Transport-neutral: they
  * travel over anything that carries structured-clone data in order (a MessagePort today).
  *
- *   host → child side: create (the task), publish | rollback, run, abort, dispose, rpc replies
- *   child side → host: created | create-failed, events (batched), idle, rpc calls
+ *   host → child side: create (the task), publish (with the prompt: run it) | rollback, abort,
+ *                      dispose, rpc replies (streamed chunks batched)
+ *   child side → host: created | create-failed, events (batched), idle (with the last events),
+ *                      rpc calls
+ *
+ * A one-shot child's side closes the channel itself after `idle`: nothing more can happen.
+ * Fewer crossings matter more than smaller messages: waking a sleeping thread costs far more than
+ * the bytes.
  */
 import type { ContentBlock } from './content.js'
 import type { SessionEvent, SessionHeader } from './session.js'
@@ -76,20 +82,19 @@ export interface CreateRequest {
 export type RpcTarget = 'model' | 'tool'
 
 export type HostMessage =
-  | { type: 'publish' }
+  | { type: 'publish'; prompt: ContentBlock[] }
   | { type: 'rollback' }
-  | { type: 'run'; prompt: ContentBlock[] }
   | { type: 'abort'; reason: unknown }
   | { type: 'dispose' }
-  | { type: 'rpc/chunk'; id: number; chunk: StreamChunk }
-  | { type: 'rpc/result'; id: number; value?: unknown }
+  | { type: 'rpc/chunk'; id: number; chunks: StreamChunk[] }
+  | { type: 'rpc/result'; id: number; value?: unknown; chunks?: StreamChunk[] }
   | { type: 'rpc/error'; id: number; error: WireError }
 
 export type ChildMessage =
   | { type: 'created'; threadId: number }
   | { type: 'create-failed'; error: WireError }
   | { type: 'events'; events: SessionEvent[] }
-  | { type: 'idle'; structured?: { value: unknown } }
+  | { type: 'idle'; events?: SessionEvent[]; structured?: { value: unknown } }
   | { type: 'rpc/call'; id: number; target: RpcTarget; name: string; payload: unknown }
   | { type: 'rpc/abort'; id: number; reason: unknown }
 
@@ -100,6 +105,8 @@ const wireError = {
   additionalProperties: false,
 } as const
 const rpcId = { type: 'integer', minimum: 1 } as const
+const events = { type: 'array', minItems: 1, items: { $ref: 'session-event' } } as const
+const chunks = (minItems: number) => ({ type: 'array', minItems, items: { $ref: 'stream-chunk' } }) as const
 
 function message(type: string, properties: Record<string, object> = {}, required: string[] = []) {
   return {
@@ -179,13 +186,12 @@ export const hostMessageSchema = {
   discriminator: { propertyName: 'type' },
   required: ['type'],
   oneOf: [
-    message('publish'),
+    message('publish', { prompt: { type: 'array', items: { $ref: 'content-block' } } }, ['prompt']),
     message('rollback'),
-    message('run', { prompt: { type: 'array', items: { $ref: 'content-block' } } }, ['prompt']),
     message('abort', { reason: {} }, ['reason']),
     message('dispose'),
-    message('rpc/chunk', { id: rpcId, chunk: { $ref: 'stream-chunk' } }, ['id', 'chunk']),
-    message('rpc/result', { id: rpcId, value: {} }, ['id']),
+    message('rpc/chunk', { id: rpcId, chunks: chunks(1) }, ['id', 'chunks']),
+    message('rpc/result', { id: rpcId, value: {}, chunks: chunks(1) }, ['id']),
     message('rpc/error', { id: rpcId, error: wireError }, ['id', 'error']),
   ],
 } as const
@@ -198,8 +204,9 @@ export const childMessageSchema = {
   oneOf: [
     message('created', { threadId: { type: 'integer', minimum: 0 } }, ['threadId']),
     message('create-failed', { error: wireError }, ['error']),
-    message('events', { events: { type: 'array', minItems: 1, items: { $ref: 'session-event' } } }, ['events']),
+    message('events', { events }, ['events']),
     message('idle', {
+      events,
       structured: { type: 'object', properties: { value: {} }, additionalProperties: false },
     }),
     message('rpc/call', { id: rpcId, target: { enum: ['model', 'tool'] }, name: { type: 'string' }, payload: {} }, ['id', 'target', 'name', 'payload']),

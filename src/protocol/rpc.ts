@@ -55,10 +55,8 @@ export class RpcClient {
   receive(message: ReplyMessage): void {
     const pending = this.#pending.get(message.id)
     if (!pending) return
-    if (message.type === 'rpc/chunk') {
-      pending.onChunk?.(message.chunk)
-      return
-    }
+    if (message.type !== 'rpc/error') for (const chunk of message.chunks ?? []) pending.onChunk?.(chunk)
+    if (message.type === 'rpc/chunk') return
     this.#pending.delete(message.id)
     if (message.type === 'rpc/result') pending.resolve(message.value)
     else pending.reject(fromWireError(message.error))
@@ -79,11 +77,18 @@ export type RpcHandler = (
   context: { signal: AbortSignal; emit(chunk: StreamChunk): void },
 ) => Promise<unknown>
 
+interface ActiveCall {
+  controller: AbortController
+  /** Chunks emitted since the last send: a fast stream crosses in a few messages, not one a chunk. */
+  chunks: StreamChunk[]
+  flushing: boolean
+}
+
 /** The serving side: runs each call with its own AbortController. */
 export class RpcServer {
   readonly #post: (message: ReplyMessage) => void
   readonly #handler: RpcHandler
-  readonly #active = new Map<number, AbortController>()
+  readonly #active = new Map<number, ActiveCall>()
 
   constructor(post: (message: ReplyMessage) => void, handler: RpcHandler) {
     this.#post = post
@@ -92,25 +97,45 @@ export class RpcServer {
 
   receive(message: CallMessage): void {
     if (message.type === 'rpc/abort') {
-      this.#active.get(message.id)?.abort(message.reason)
+      this.#active.get(message.id)?.controller.abort(message.reason)
       return
     }
     const { id, target, name, payload } = message
-    const controller = new AbortController()
-    this.#active.set(id, controller)
+    const call: ActiveCall = { controller: new AbortController(), chunks: [], flushing: false }
+    this.#active.set(id, call)
     const emit = (chunk: StreamChunk) => {
-      if (this.#active.get(id) === controller) this.#post({ type: 'rpc/chunk', id, chunk })
+      if (this.#active.get(id) !== call) return
+      call.chunks.push(chunk)
+      if (call.flushing) return
+      call.flushing = true
+      setImmediate(() => {
+        call.flushing = false
+        if (this.#active.get(id) === call && call.chunks.length > 0) this.#post({ type: 'rpc/chunk', id, chunks: this.#take(call) })
+      })
     }
-    this.#handler(target, name, payload, { signal: controller.signal, emit }).then(
-      (value) => this.#reply(id, controller, { type: 'rpc/result', id, ...(value === undefined ? {} : { value }) }),
-      (error) => this.#reply(id, controller, { type: 'rpc/error', id, error: toWireError(error) }),
+    this.#handler(target, name, payload, { signal: call.controller.signal, emit }).then(
+      (value) => {
+        const chunks = this.#take(call)
+        this.#reply(id, call, { type: 'rpc/result', id, ...(value === undefined ? {} : { value }), ...(chunks.length > 0 ? { chunks } : {}) })
+      },
+      (error) => {
+        const chunks = this.#take(call)
+        if (chunks.length > 0 && this.#active.get(id) === call) this.#post({ type: 'rpc/chunk', id, chunks })
+        this.#reply(id, call, { type: 'rpc/error', id, error: toWireError(error) })
+      },
     )
   }
 
-  #reply(id: number, controller: AbortController, message: ReplyMessage): void {
-    if (this.#active.get(id) !== controller) return
+  #take(call: ActiveCall): StreamChunk[] {
+    const chunks = call.chunks
+    call.chunks = []
+    return chunks
+  }
+
+  #reply(id: number, call: ActiveCall, message: ReplyMessage): void {
+    if (this.#active.get(id) !== call) return
     this.#active.delete(id)
-    if (controller.signal.aborted) return
+    if (call.controller.signal.aborted) return
     try {
       this.#post(message)
     } catch (error) {
@@ -121,7 +146,7 @@ export class RpcServer {
 
   /** Aborts every call still running (the far side is gone). */
   close(reason: unknown): void {
-    for (const controller of this.#active.values()) controller.abort(reason)
+    for (const { controller } of this.#active.values()) controller.abort(reason)
     this.#active.clear()
   }
 }

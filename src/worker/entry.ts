@@ -48,7 +48,6 @@ class WorkerChild {
   readonly #rpc: RpcClient
   #pending: SessionEvent[] = []
   #composed: Composed | undefined
-  #published = false
   #running = false
   #closed = false
 
@@ -102,16 +101,13 @@ class WorkerChild {
 
   #receive(raw: unknown): void {
     const message = raw as HostMessage
-    if (!isHostMessage(raw) || (message.type === 'run' && (!this.#published || this.#running))) {
+    if (!isHostMessage(raw) || (message.type === 'publish' && (!this.#composed || this.#running))) {
       this.#abandon(new ProtocolError(`the child's worker received ${isHostMessage(raw) ? 'a run it cannot start' : 'a malformed message'}: ${describeValue(raw).slice(0, 200)}`))
       return
     }
     const agent = this.#composed?.agent
     switch (message.type) {
       case 'publish':
-        this.#published = true
-        return
-      case 'run':
         this.#running = true
         agent!.followup(message.prompt, { kind: 'parent' })
         void agent!.whenIdle().then(() => this.#idle())
@@ -128,11 +124,14 @@ class WorkerChild {
     }
   }
 
+  /** The one-shot child is done: its last events ride with `idle`, then the channel closes. */
   #idle(): void {
     const structured = this.#composed?.structured
-    this.#flush()
-    this.#post(structured?.captured ? { type: 'idle', structured: { value: structured.value } } : { type: 'idle' })
-    this.#end()
+    const message: ChildMessage = { type: 'idle' }
+    if (this.#pending.length > 0) message.events = this.#take()
+    if (structured?.captured) message.structured = { value: structured.value }
+    this.#post(message)
+    this.#close()
   }
 
   #append(event: SessionEvent): void {
@@ -142,10 +141,13 @@ class WorkerChild {
   }
 
   #flush(): void {
-    if (this.#pending.length === 0) return
+    if (this.#pending.length > 0) this.#post({ type: 'events', events: this.#take() })
+  }
+
+  #take(): SessionEvent[] {
     const events = this.#pending
     this.#pending = []
-    this.#post({ type: 'events', events })
+    return events
   }
 
   #post(message: ChildMessage): void {

@@ -12,9 +12,9 @@ const spec = { id: 'c1', header, options: {}, seed: [], descriptor: { mode: 'one
 describe('protocol validators', () => {
   it('accept well-formed messages and reject unknown or malformed ones', () => {
     expect(isHostMessage({ type: 'abort', reason: { kind: 'parent' } })).toBe(true)
-    expect(isHostMessage({ type: 'run', prompt: [{ type: 'text', text: 'hi' }] })).toBe(true)
+    expect(isHostMessage({ type: 'publish', prompt: [{ type: 'text', text: 'hi' }] })).toBe(true)
     expect(isHostMessage({ type: 'launch-missiles' })).toBe(false)
-    expect(isHostMessage({ type: 'run', prompt: 'not blocks' })).toBe(false)
+    expect(isHostMessage({ type: 'publish', prompt: 'not blocks' })).toBe(false)
     expect(isChildMessage({ type: 'events', events: [{ seq: 0, type: 'turn/start', data: {} }] })).toBe(true)
     expect(isChildMessage({ type: 'events', events: [{ seq: 0, type: 'turn/start', data: { extra: 1 } }] })).toBe(false)
     expect(isChildMessage({ type: 'idle', structured: { value: { a: 1 } } })).toBe(true)
@@ -45,7 +45,6 @@ describe('protocol errors settle the run', () => {
     const { handle, port2 } = child()
     port2.postMessage({ type: 'created', threadId: 3 })
     await handle.created(new AbortController().signal)
-    handle.publish()
     const outcome = handle.run([{ type: 'text', text: 'go' }])
     port2.postMessage({ type: 'events', events: [{ seq: 0, type: 'made/up', data: {} }] })
     await expect(outcome).resolves.toEqual({ fault: { stopReason: 'error', diagnostic: expect.stringMatching(/^protocol error: .*malformed or unknown message/) } })
