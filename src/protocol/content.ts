@@ -1,4 +1,5 @@
 /** Content blocks: what messages and tool results are made of. Plain data, safe to clone. */
+import { union, variant } from './schema.js'
 
 export interface TextBlock {
   type: 'text'
@@ -15,31 +16,10 @@ export interface ToolCallBlock {
 
 export type ContentBlock = TextBlock | ToolCallBlock
 
-export const contentBlockSchema = {
-  $id: 'subagent-worker/content-block',
-  type: 'object',
-  discriminator: { propertyName: 'type' },
-  required: ['type'],
-  oneOf: [
-    {
-      type: 'object',
-      properties: { type: { const: 'text' }, text: { type: 'string' } },
-      required: ['type', 'text'],
-      additionalProperties: false,
-    },
-    {
-      type: 'object',
-      properties: {
-        type: { const: 'tool-call' },
-        id: { type: 'string' },
-        name: { type: 'string' },
-        arguments: { type: 'string' },
-      },
-      required: ['type', 'id', 'name', 'arguments'],
-      additionalProperties: false,
-    },
-  ],
-} as const
+export const contentBlockSchema = union('subagent-worker/content-block', [
+  variant('text', { text: { type: 'string' } }),
+  variant('tool-call', { id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } }),
+])
 
 export function textOf(blocks: readonly ContentBlock[]): string {
   let text = ''

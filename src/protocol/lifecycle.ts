@@ -13,6 +13,7 @@
  */
 import type { ContentBlock } from './content.js'
 import type { SessionEvent, SessionHeader } from './session.js'
+import { union, variant } from './schema.js'
 import type { StreamChunk } from './stream.js'
 
 export const PROTOCOL_VERSION = 1
@@ -106,16 +107,7 @@ const wireError = {
 } as const
 const rpcId = { type: 'integer', minimum: 1 } as const
 const events = { type: 'array', minItems: 1, items: { $ref: 'session-event' } } as const
-const chunks = (minItems: number) => ({ type: 'array', minItems, items: { $ref: 'stream-chunk' } }) as const
-
-function message(type: string, properties: Record<string, object> = {}, required: string[] = []) {
-  return {
-    type: 'object',
-    properties: { type: { const: type }, ...properties },
-    required: ['type', ...required],
-    additionalProperties: false,
-  } as const
-}
+const chunks = { type: 'array', minItems: 1, items: { $ref: 'stream-chunk' } } as const
 
 export const createRequestSchema = {
   $id: 'subagent-worker/create-request',
@@ -180,39 +172,24 @@ export const createRequestSchema = {
   additionalProperties: false,
 } as const
 
-export const hostMessageSchema = {
-  $id: 'subagent-worker/host-message',
-  type: 'object',
-  discriminator: { propertyName: 'type' },
-  required: ['type'],
-  oneOf: [
-    message('publish', { prompt: { type: 'array', items: { $ref: 'content-block' } } }, ['prompt']),
-    message('rollback'),
-    message('abort', { reason: {} }, ['reason']),
-    message('dispose'),
-    message('rpc/chunk', { id: rpcId, chunks: chunks(1) }, ['id', 'chunks']),
-    message('rpc/result', { id: rpcId, value: {}, chunks: chunks(1) }, ['id']),
-    message('rpc/error', { id: rpcId, error: wireError }, ['id', 'error']),
-  ],
-} as const
+export const hostMessageSchema = union('subagent-worker/host-message', [
+  variant('publish', { prompt: { type: 'array', items: { $ref: 'content-block' } } }),
+  variant('rollback'),
+  variant('abort', { reason: {} }),
+  variant('dispose'),
+  variant('rpc/chunk', { id: rpcId, chunks }),
+  variant('rpc/result', { id: rpcId, value: {}, chunks }, ['value', 'chunks']),
+  variant('rpc/error', { id: rpcId, error: wireError }),
+])
 
-export const childMessageSchema = {
-  $id: 'subagent-worker/child-message',
-  type: 'object',
-  discriminator: { propertyName: 'type' },
-  required: ['type'],
-  oneOf: [
-    message('created', { threadId: { type: 'integer', minimum: 0 } }, ['threadId']),
-    message('create-failed', { error: wireError }, ['error']),
-    message('events', { events }, ['events']),
-    message('idle', {
-      events,
-      structured: { type: 'object', properties: { value: {} }, additionalProperties: false },
-    }),
-    message('rpc/call', { id: rpcId, target: { enum: ['model', 'tool'] }, name: { type: 'string' }, payload: {} }, ['id', 'target', 'name', 'payload']),
-    message('rpc/abort', { id: rpcId, reason: {} }, ['id', 'reason']),
-  ],
-} as const
+export const childMessageSchema = union('subagent-worker/child-message', [
+  variant('created', { threadId: { type: 'integer', minimum: 0 } }),
+  variant('create-failed', { error: wireError }),
+  variant('events', { events }),
+  variant('idle', { events, structured: { type: 'object', properties: { value: {} }, additionalProperties: false } }, ['events', 'structured']),
+  variant('rpc/call', { id: rpcId, target: { enum: ['model', 'tool'] }, name: { type: 'string' }, payload: {} }),
+  variant('rpc/abort', { id: rpcId, reason: {} }),
+])
 
 export function toWireError(error: unknown): WireError {
   if (error instanceof Error) {

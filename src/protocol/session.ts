@@ -3,6 +3,7 @@
  * session (built from streamed events), so these shapes are what crosses the thread boundary.
  */
 import type { ContentBlock } from './content.js'
+import { union } from './schema.js'
 
 export interface SessionHeader {
   id: string
@@ -95,87 +96,81 @@ export const sessionHeaderSchema = {
 } as const
 
 /** A known event, data checked per type. */
-export const sessionEventSchema = {
-  $id: 'subagent-worker/session-event',
-  type: 'object',
-  discriminator: { propertyName: 'type' },
-  required: ['type'],
-  oneOf: [
-    eventSchema('turn/start', { type: 'object', additionalProperties: false }),
-    eventSchema('user/message', {
-      type: 'object',
-      properties: {
-        content,
-        source: { type: 'object', properties: { kind: { type: 'string' } }, required: ['kind'] },
+export const sessionEventSchema = union('subagent-worker/session-event', [
+  eventSchema('turn/start', { type: 'object', additionalProperties: false }),
+  eventSchema('user/message', {
+    type: 'object',
+    properties: {
+      content,
+      source: { type: 'object', properties: { kind: { type: 'string' } }, required: ['kind'] },
+    },
+    required: ['content', 'source'],
+    additionalProperties: false,
+  }),
+  eventSchema('assistant/chunk', {
+    type: 'object',
+    properties: {
+      chunk: {
+        type: 'object',
+        properties: { type: { const: 'text-delta' }, text: { type: 'string' } },
+        required: ['type', 'text'],
+        additionalProperties: false,
       },
-      required: ['content', 'source'],
-      additionalProperties: false,
-    }),
-    eventSchema('assistant/chunk', {
-      type: 'object',
-      properties: {
-        chunk: {
-          type: 'object',
-          properties: { type: { const: 'text-delta' }, text: { type: 'string' } },
-          required: ['type', 'text'],
-          additionalProperties: false,
+    },
+    required: ['chunk'],
+    additionalProperties: false,
+  }),
+  eventSchema('assistant/message', {
+    type: 'object',
+    properties: {
+      content,
+      usage: {
+        type: 'object',
+        properties: { inputTokens: { type: 'number' }, outputTokens: { type: 'number' } },
+        required: ['inputTokens', 'outputTokens'],
+        additionalProperties: false,
+      },
+    },
+    required: ['content'],
+    additionalProperties: false,
+  }),
+  eventSchema('tool/result', {
+    type: 'object',
+    properties: {
+      callId: { type: 'string' },
+      name: { type: 'string' },
+      isError: { type: 'boolean' },
+      code: { enum: ['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'] },
+      content,
+      value: {},
+    },
+    required: ['callId', 'name', 'isError', 'content'],
+    additionalProperties: false,
+  }),
+  eventSchema('subagent/descriptor', {
+    type: 'object',
+    properties: { mode: { const: 'one-shot' }, provider: { type: 'string' }, label: { type: 'string' } },
+    required: ['mode', 'provider'],
+    additionalProperties: false,
+  }),
+  eventSchema('turn/end', {
+    type: 'object',
+    properties: {
+      reason: {
+        type: 'object',
+        properties: {
+          kind: { enum: ['completed', 'max-tokens', 'blocked', 'aborted', 'error'] },
+          reason: {},
+          message: { type: 'string' },
         },
+        required: ['kind'],
+        additionalProperties: false,
       },
-      required: ['chunk'],
-      additionalProperties: false,
-    }),
-    eventSchema('assistant/message', {
-      type: 'object',
-      properties: {
-        content,
-        usage: {
-          type: 'object',
-          properties: { inputTokens: { type: 'number' }, outputTokens: { type: 'number' } },
-          required: ['inputTokens', 'outputTokens'],
-          additionalProperties: false,
-        },
-      },
-      required: ['content'],
-      additionalProperties: false,
-    }),
-    eventSchema('tool/result', {
-      type: 'object',
-      properties: {
-        callId: { type: 'string' },
-        name: { type: 'string' },
-        isError: { type: 'boolean' },
-        code: { enum: ['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'] },
-        content,
-        value: {},
-      },
-      required: ['callId', 'name', 'isError', 'content'],
-      additionalProperties: false,
-    }),
-    eventSchema('subagent/descriptor', {
-      type: 'object',
-      properties: { mode: { const: 'one-shot' }, provider: { type: 'string' }, label: { type: 'string' } },
-      required: ['mode', 'provider'],
-      additionalProperties: false,
-    }),
-    eventSchema('turn/end', {
-      type: 'object',
-      properties: {
-        reason: {
-          type: 'object',
-          properties: {
-            kind: { enum: ['completed', 'max-tokens', 'blocked', 'aborted', 'error'] },
-            reason: {},
-            message: { type: 'string' },
-          },
-          required: ['kind'],
-          additionalProperties: false,
-        },
-      },
-      required: ['reason'],
-      additionalProperties: false,
-    }),
-  ],
-} as const
+    },
+    required: ['reason'],
+    additionalProperties: false,
+  }),
+])
 
 /** Any event at all: the shape a foreign parent's seed must have. */
 export const anySessionEventSchema = {
