@@ -1,18 +1,20 @@
 /**
  * The worker transport: each child runs in a pooled worker thread (piscina), one task per child,
- * talking to the host over a MessagePort of its own. The host admits at most
- * `maxThreads × childrenPerWorker` children at once, so piscina never queues a task it cannot
- * start and an abort while waiting for a slot simply leaves the queue.
+ * talking to the host over a MessagePort of its own.
+ *
+ * Children of each delegation depth get a pool of their own, created when first needed: a child
+ * waiting for its own child holds its slot, so with one shared pool a wave of nested delegations
+ * could fill every slot with waiting parents and never finish. Waits only point one level down,
+ * so pools per level cannot deadlock.
  */
-import { availableParallelism } from 'node:os'
 import { MessageChannel } from 'node:worker_threads'
-import { Piscina } from 'piscina'
 import type { ChildSpec } from '../agent/child.js'
 import type { ToolDefinition } from '../agent/tools.js'
 import { PROTOCOL_VERSION, type CreateRequest, type RemoteToolDescriptor } from '../protocol/lifecycle.js'
 import type { ChildHandle, ChildMirror, Transport } from './transport.js'
 import type { Placement, PoolOptions } from './types.js'
 import { WorkerChild, type ChildTermination } from './worker-child.js'
+import { WorkerPool } from './worker-pool.js'
 
 export interface WorkerTransportOptions {
   pool: PoolOptions
@@ -24,47 +26,24 @@ export interface WorkerTransportOptions {
   placement: () => Placement
 }
 
-const ENTRY = new URL('../worker/entry.js', import.meta.url)
-
 export class WorkerTransport implements Transport {
   readonly local = false
   readonly #options: WorkerTransportOptions
-  readonly #pool: Piscina
-  readonly #capacity: number
-  readonly #waiting: Array<{ wake(): void; fail(error: Error): void }> = []
+  /** By delegation depth; depth 1 (children of top-level agents) starts warm. */
+  readonly #pools = new Map<number, WorkerPool>()
   /** Children whose task has ended; a late 'created' must not place them on a thread again. */
   readonly #ended = new WeakSet<WorkerChild>()
   /** Children whose task is still running, by thread: who a termination takes down. */
   readonly #threads = new Map<number, Set<WorkerChild>>()
-  #admitted = 0
   #closing = false
 
   constructor(options: WorkerTransportOptions) {
     this.#options = options
-    const { pool } = options
-    const cores = availableParallelism()
-    const maxThreads = pool.maxThreads ?? Math.max(1, Math.round(cores * 1.5))
-    const minThreads = Math.min(maxThreads, pool.minThreads ?? Math.max(1, Math.floor(cores / 2)))
-    const childrenPerWorker = pool.childrenPerWorker ?? 1
-    this.#capacity = maxThreads * childrenPerWorker
-    this.#pool = new Piscina({
-      filename: ENTRY.href,
-      minThreads,
-      maxThreads,
-      concurrentTasksPerWorker: childrenPerWorker,
-      idleTimeout: pool.idleTimeoutMs ?? 10_000,
-      // A worker blocked in Atomics.wait could not hear a finished child's dispose message.
-      atomics: 'disabled',
-      ...(pool.resourceLimits ? { resourceLimits: pool.resourceLimits } : {}),
-    })
-    // A worker that dies with no task in flight is reported here; without a listener it would crash the host.
-    this.#pool.on('error', (error: Error) => {
-      process.emitWarning(`a subagent worker thread failed outside any run: ${error.message}`, { code: 'SUBAGENT_WORKER_ERROR' })
-    })
+    this.#poolFor(1)
   }
 
   async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
-    await this.#admit(signal)
+    if (this.#closing) throw new Error('the host is closed: create a new host to start more subagents')
     const { port1, port2 } = new MessageChannel()
     const placement = this.#options.placement()
     const child = new WorkerChild(port1, mirror, {
@@ -76,22 +55,37 @@ export class WorkerTransport implements Transport {
     })
     // No per-task abort signal: piscina only shares a worker among tasks that have none, and a
     // stuck child is stopped by terminating its thread (see #terminate) on every setting alike.
-    const task = this.#pool.run({ request: this.#request(spec, placement), port: port2 }, { transferList: [port2] })
+    let task: Promise<unknown>
+    try {
+      const pool = this.#poolFor(spec.header.delegationDepth ?? 1)
+      ;({ running: task } = await pool.run({ request: this.#request(spec, placement), port: port2 }, [port2], signal))
+    } catch (error) {
+      port1.close()
+      throw error
+    }
     child.attach(task)
-    const leave = () => {
+    const ended = () => {
       this.#ended.add(child)
       this.#forget(child)
-      this.#leave()
     }
-    task.then(leave, leave)
+    task.then(ended, ended)
     await child.created(signal)
     return child
   }
 
   async close(): Promise<void> {
     this.#closing = true
-    for (const waiter of this.#waiting.splice(0)) waiter.fail(new Error('the host was closed while the child waited for a worker'))
-    await this.#pool.destroy()
+    await Promise.all([...this.#pools.values()].map((pool) => pool.close()))
+  }
+
+  #poolFor(depth: number): WorkerPool {
+    let pool = this.#pools.get(depth)
+    if (!pool) {
+      // Only the first level is kept warm; deeper pools start their threads on demand.
+      pool = new WorkerPool(this.#options.pool, depth === 1)
+      this.#pools.set(depth, pool)
+    }
+    return pool
   }
 
   #request(spec: ChildSpec, placement: Placement): CreateRequest {
@@ -107,40 +101,6 @@ export class WorkerTransport implements Transport {
     if (agentModule) request.agentModule = agentModule.href
     if (persona !== undefined) request.persona = persona
     return request
-  }
-
-  /** Waits for a free slot; an abort while waiting leaves the queue at once. */
-  #admit(signal: AbortSignal): Promise<void> {
-    if (this.#closing) return Promise.reject(new Error('the host is closed: create a new host to start more subagents'))
-    if (this.#admitted < this.#capacity) {
-      this.#admitted++
-      return Promise.resolve()
-    }
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        wake: () => {
-          signal.removeEventListener('abort', onAbort)
-          this.#admitted++
-          resolve()
-        },
-        fail: (error: Error) => {
-          signal.removeEventListener('abort', onAbort)
-          reject(error)
-        },
-      }
-      const onAbort = () => {
-        const index = this.#waiting.indexOf(waiter)
-        if (index >= 0) this.#waiting.splice(index, 1)
-        reject(signal.reason)
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-      this.#waiting.push(waiter)
-    })
-  }
-
-  #leave(): void {
-    this.#admitted--
-    this.#waiting.shift()?.wake()
   }
 
   #place(child: WorkerChild, threadId: number): void {
@@ -160,7 +120,8 @@ export class WorkerTransport implements Transport {
 
   /** Terminates a stuck child's worker; every other child on that thread learns why it died. */
   #terminate(child: WorkerChild, termination: ChildTermination): void {
-    const siblings = child.threadId === undefined ? [] : [...(this.#threads.get(child.threadId) ?? [])]
+    const { threadId } = child
+    const siblings = threadId === undefined ? [] : [...(this.#threads.get(threadId) ?? [])]
     for (const sibling of siblings) {
       if (sibling !== child) {
         sibling.doom({
@@ -170,7 +131,7 @@ export class WorkerTransport implements Transport {
       }
     }
     child.doom(termination)
-    const worker = this.#pool.threads.find((thread) => thread.threadId === child.threadId)
+    const worker = threadId === undefined ? undefined : [...this.#pools.values()].map((pool) => pool.thread(threadId)).find(Boolean)
     // piscina sees the exit, fails the thread's tasks and starts a replacement.
     if (worker) void worker.terminate()
     else child.abandon(termination)

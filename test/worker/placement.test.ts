@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { threadId } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHost, defineTool, ScriptedModel, textResponse, toolCallResponse, type Model } from 'subagent-worker'
+import { createHost, createSubagentTool, defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type Model } from 'subagent-worker'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const hosts: Array<ReturnType<typeof createHost>> = []
@@ -100,4 +100,34 @@ describe('worker transport: scale and shutdown', () => {
     const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 15_000 })
     expect(stdout.trim()).toBe('closed aborted')
   })
+
+  it('nested delegations cannot deadlock the pool: each depth has slots of its own', async () => {
+    // One slot per level: with a single shared pool the first child would hold the only slot
+    // while waiting for its own child, which could then never start.
+    const h = host({ pool: { minThreads: 1, maxThreads: 1 } })
+    const delegate = (id: string) => toolCallResponse(id, 'subagent', { description: 'nested', prompt: 'go deeper' })
+    h.models.register(
+      'scripted',
+      new ScriptedModel([
+        toolCallsResponse([
+          { id: 'a', name: 'subagent', args: { description: 'first', prompt: 'one' } },
+          { id: 'b', name: 'subagent', args: { description: 'second', prompt: 'two' } },
+        ]),
+        delegate('a1'),
+        textResponse('grandchild one'),
+        textResponse('child one'),
+        delegate('b1'),
+        textResponse('grandchild two'),
+        textResponse('child two'),
+        textResponse('parent done'),
+      ]),
+    )
+    h.tools.register(createSubagentTool(h, { provider: 'spawn', maxDepth: 2 }))
+    const parent = h.createAgent({ options: { provider: 'scripted' } })
+    parent.followup('delegate twice')
+    await parent.whenIdle()
+    const results = parent.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { content: Array<{ text: string }> }).content[0]!.text)
+    expect(results).toEqual(['child one', 'child two'])
+  })
 })
+
