@@ -90,16 +90,12 @@ describe('worker transport: faults are contained', () => {
   })
 
   it('children on other workers carry on while one crashes, and the pool replaces the dead worker', async () => {
-    const { host, parent } = workerHost(
-      [
-        { delayMs: 300, chunks: textResponse('slow and fine') },
-        toolCallResponse('c1', 'exit', { code: 3 }),
-        textResponse('after the crash'),
-      ],
-      { pool: { minThreads: 2, maxThreads: 2 } },
-    )
-    const slow = await host.spawn.start({ prompt: 'slow', parent, signal: signal() })
-    const crash = await host.spawn.start({ prompt: 'crash', parent, signal: signal() })
+    const { host, parent } = workerHost([textResponse('after the crash')], { pool: { minThreads: 2, maxThreads: 2 } })
+    // Each concurrent child has a model of its own: a shared script's order would depend on timing.
+    host.models.register('slow', new ScriptedModel([{ delayMs: 300, chunks: textResponse('slow and fine') }]))
+    host.models.register('crash', new ScriptedModel([toolCallResponse('c1', 'exit', { code: 3 })]))
+    const slow = await host.spawn.start({ prompt: 'slow', parent, signal: signal(), agentOptions: { provider: 'slow' } })
+    const crash = await host.spawn.start({ prompt: 'crash', parent, signal: signal(), agentOptions: { provider: 'crash' } })
     expect((await crash.result).stopReason).toBe('error')
     expect(await slow.result).toEqual({ output: [{ type: 'text', text: 'slow and fine' }], stopReason: 'completed' })
     const next = await host.spawn.start({ prompt: 'again', parent, signal: signal() })
