@@ -50,13 +50,18 @@ export class OpenAICompatibleModel implements Model {
     if (!response.ok || !response.body) throw new Error(`the model endpoint answered HTTP ${response.status}${await errorKind(response)}`)
     const calls = new Map<number, { id: string; name: string; arguments: string }>()
     let finish: StreamChunk | undefined
+    // A refusal streams in its own deltas; the finish that follows may say only 'stop'.
+    let refused = false
     for await (const data of events(response.body)) {
       if (data === '[DONE]') break
       const chunk = JSON.parse(data) as CompletionChunk
       const choice = chunk.choices?.[0]
       const delta = choice?.delta
       if (delta?.content) yield { type: 'text-delta', text: delta.content }
-      if (delta?.refusal) yield { type: 'text-delta', text: delta.refusal }
+      if (delta?.refusal) {
+        refused = true
+        yield { type: 'text-delta', text: delta.refusal }
+      }
       for (const part of delta?.tool_calls ?? []) {
         const call = calls.get(part.index) ?? { id: '', name: '', arguments: '' }
         call.id ||= part.id ?? ''
@@ -64,7 +69,7 @@ export class OpenAICompatibleModel implements Model {
         call.arguments += part.function?.arguments ?? ''
         calls.set(part.index, call)
       }
-      if (choice?.finish_reason) finish = { type: 'finish', reason: delta?.refusal ? 'refusal' : (FINISH[choice.finish_reason] ?? 'stop') }
+      if (choice?.finish_reason) finish = { type: 'finish', reason: refused ? 'refusal' : (FINISH[choice.finish_reason] ?? 'stop') }
       if (chunk.usage) yield { type: 'usage', inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 }
     }
     // Arguments arrive in pieces; a call is whole only once the stream says so.
@@ -112,14 +117,20 @@ async function* events(body: ReadableStream<Uint8Array>): AsyncGenerator<string>
     buffer += decoder.decode(bytes, { stream: true }).replace(/\r\n/g, '\n')
     let end: number
     while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const event = buffer.slice(0, end)
+      const data = dataOf(buffer.slice(0, end))
       buffer = buffer.slice(end + 2)
-      const data = event
-        .split('\n')
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(5).trimStart())
-        .join('\n')
       if (data) yield data
     }
   }
+  // A last event the server did not close with a blank line still counts.
+  const data = dataOf(buffer)
+  if (data) yield data
+}
+
+function dataOf(event: string): string {
+  return event
+    .split('\n')
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => line.slice(5).trimStart())
+    .join('\n')
 }

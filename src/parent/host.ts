@@ -3,6 +3,7 @@
  * store and the lifecycle events, over one transport.
  */
 import { randomUUID } from 'node:crypto'
+import { DELEGATION_SCOPE } from '../agent/child.js'
 import { AgentRuntime, type AgentEnvironment } from '../agent/loop.js'
 import type { Model } from '../agent/model.js'
 import type { AgentHooks, AgentModule } from '../agent/module.js'
@@ -137,6 +138,7 @@ export function createHost(options: HostOptions = {}): Host {
       return new SessionWriter(store, mirror.session.header, mirror.session.events)
     },
     track: (run: DelegationRun) => void runs.add(run),
+    endJobsOf: (owner: string) => jobs.endJobsOf(owner),
     retire(run: DelegationRun) {
       runs.delete(run)
       agents.delete(run.id)
@@ -146,8 +148,11 @@ export function createHost(options: HostOptions = {}): Host {
   /** Registers a top-level agent whose loop runs in this thread; `events` resume a stored one. */
   const adopt = (header: SessionHeader, agentOptions: AgentOptions, events?: SessionEvent[]): Agent => {
     const { id } = header
-    const agent = new AgentRuntime({ id, options: agentOptions, header, ...(events ? { seed: events } : {}) }, env)
+    // A resumed subagent is still delegated: it can ask nobody for approval and keeps its scope.
+    const delegated = header.origin === 'subagent'
+    const agent = new AgentRuntime({ id, options: agentOptions, header, ...(events ? { seed: events } : {}) }, { ...env, delegated })
     if (settings.persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: settings.persona })
+    if (delegated) agent.prompt.set({ id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE })
     const writer = new SessionWriter(store, header, [], events !== undefined)
     agent.session.onAppend((event) => writer.append(event))
     agents.set(id, agent)
@@ -205,6 +210,7 @@ export function createHost(options: HostOptions = {}): Host {
       if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host`)
       const stored = await store.read(id)
       if (!stored) throw new Error(`no session "${id}" in the store`)
+      if (closing) throw new Error('the host is closed: create a new host to resume agents')
       if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host`)
       return adopt(stored.header, { ...checkAgentOptions(resumeOptions, 'resume options') }, stored.events)
     },

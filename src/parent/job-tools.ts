@@ -35,7 +35,19 @@ export function createJobTools(host: Pick<Host, 'jobs'>): ToolDefinition[] {
       },
       async execute({ job_id, wait }, exec) {
         const job = owned(job_id, exec.agent.id)
-        return describe(wait && job.status === 'running' ? await jobs.wait(job_id) : job)
+        if (!wait || job.status !== 'running') return describe(job)
+        // Waiting ends with the caller's turn, not only with the job.
+        let stop = () => {}
+        const cancelled = new Promise<never>((_, reject) => {
+          stop = () => reject(exec.signal.reason)
+          if (exec.signal.aborted) stop()
+          else exec.signal.addEventListener('abort', stop, { once: true })
+        })
+        try {
+          return describe(await Promise.race([jobs.wait(job_id), cancelled]))
+        } finally {
+          exec.signal.removeEventListener('abort', stop)
+        }
       },
     }),
     defineTool<{ job_id: string }>({

@@ -38,7 +38,7 @@ interface Job {
   settled: Promise<JobInfo>
 }
 
-export function createJobRegistry(): JobRegistry & { killAll(): Promise<void> } {
+export function createJobRegistry(): JobRegistry & { killAll(): Promise<void>; endJobsOf(owner: string): Promise<void> } {
   const jobs = new Map<string, Job>()
   let next = 1
   const find = (id: string): Job => {
@@ -69,6 +69,12 @@ export function createJobRegistry(): JobRegistry & { killAll(): Promise<void> } 
     async killAll() {
       await Promise.all([...jobs.keys()].map((id) => this.kill(id)))
     },
+    /** A disposed child's jobs could never be collected: stop them and forget them. */
+    async endJobsOf(owner) {
+      const owned = [...jobs.values()].filter((job) => job.info.owner === owner)
+      await Promise.all(owned.map((job) => this.kill(job.info.id)))
+      for (const job of owned) jobs.delete(job.info.id)
+    },
   }
 }
 
@@ -91,8 +97,6 @@ async function settle(info: JobInfo, run: SubagentRun): Promise<void> {
       info.detail = diagnostic === undefined ? stopReason : `${stopReason}; diagnostic: ${diagnostic}`
     }
   }
-  if (disposal.status === 'rejected') {
-    if (info.status === 'completed' || info.status === 'killed') info.status = 'failed'
-    info.detail = [info.detail, `dispose failed: ${messageOf(disposal.reason)}`].filter(Boolean).join('; ')
-  }
+  // The outcome stands; a failed release is appended to it.
+  if (disposal.status === 'rejected') info.detail = [info.detail, `dispose failed: ${messageOf(disposal.reason)}`].filter(Boolean).join('; ')
 }

@@ -2,7 +2,7 @@
  * A durable session store: `<dir>/<id>.jsonl`, the header on the first line, then one event a
  * line. Appends are whole lines, so a crash can only tear the last line, which `read` ignores.
  */
-import { appendFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
+import { appendFile, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 import type { SessionStore } from './store.js'
@@ -17,6 +17,8 @@ export function createNdjsonStore(dir: string): SessionStore {
     return join(dir, `${id}.jsonl`)
   }
   const lines = (items: readonly unknown[]) => items.map((item) => `${JSON.stringify(item)}\n`).join('')
+  /** Files whose tail is known whole: created here, or repaired before this process first appended. */
+  const whole = new Set<string>()
 
   return {
     async create(header) {
@@ -24,9 +26,16 @@ export function createNdjsonStore(dir: string): SessionStore {
       await writeFile(file(header.id), lines([header]), { flag: 'wx' }).catch((error: NodeJS.ErrnoException) => {
         throw error.code === 'EEXIST' ? new Error(`session "${header.id}" already exists in ${dir}`) : error
       })
+      whole.add(header.id)
     },
     async append(id, events) {
       if (events.length === 0) return
+      if (!whole.has(id)) {
+        // A resumed transcript may end in a line torn by a crash: cut it off, or appending
+        // would turn it into a corrupt line in the middle.
+        await cutTornTail(file(id))
+        whole.add(id)
+      }
       await appendFile(file(id), lines(events))
     },
     async read(id) {
@@ -45,6 +54,17 @@ export function createNdjsonStore(dir: string): SessionStore {
       const sessions = await Promise.all(names.map((name) => readFile(join(dir, name), 'utf8').then((text) => parse(text, join(dir, name)))))
       return sessions.flatMap((session) => (session ? [session.header] : []))
     },
+  }
+}
+
+async function cutTornTail(path: string): Promise<void> {
+  const handle = await open(path, 'r+')
+  try {
+    const bytes = await handle.readFile()
+    const whole = bytes.lastIndexOf(0x0a) + 1
+    if (whole < bytes.length) await handle.truncate(whole)
+  } finally {
+    await handle.close()
   }
 }
 

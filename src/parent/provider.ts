@@ -31,6 +31,7 @@ export interface ProviderHost {
   publish(mirror: Mirror): SessionWriter
   track(run: DelegationRun): void
   retire(run: DelegationRun): void
+  endJobsOf(id: string): Promise<void>
 }
 
 const PRE_PUBLICATION_ABORT = 'subagent request was aborted before child publication'
@@ -133,11 +134,12 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   }
 
   writer = host.publish(mirror)
-  const runId = randomUUID()
+  // One run, one child: the run is known by the child's id everywhere (events, tool values).
+  const runId = id
   host.lifecycle.emit('subagent/start', { runId, provider, id, local: host.transport.local })
   const run = new DelegationRun(
     { runId, provider, handle, mirror, writer, prompt, signal, structuredRequested: spec.outputSchema !== undefined, seedLength: seed.length, options },
-    { lifecycle: host.lifecycle, local: host.transport.local, retire: (r) => host.retire(r) },
+    { lifecycle: host.lifecycle, local: host.transport.local, retire: (r) => host.retire(r), endJobsOf: (owner) => host.endJobsOf(owner) },
   )
   host.track(run)
   return run

@@ -19,6 +19,8 @@ export interface Mirror extends AgentView {
 export interface RunHooks {
   lifecycle: Lifecycle
   local: boolean
+  /** Stops the background jobs the child started: nobody could collect them once it is gone. */
+  endJobsOf(id: string): Promise<void>
   /** Removes the child from `host.agents` and stops tracking the run. */
   retire(run: DelegationRun): void
 }
@@ -113,6 +115,7 @@ export class DelegationRun implements SubagentRun {
 
   async #teardown(): Promise<void> {
     await this.result.catch(() => {})
+    await this.#hooks.endJobsOf(this.id)
     try {
       await this.#init.handle.release()
     } catch (error) {

@@ -81,7 +81,8 @@ export function createSubagentTool(host: Pick<Host, 'spawn' | 'fork' | 'jobs'>, 
       if (args.run_in_background) {
         const stop = new AbortController()
         const forward = () => stop.abort(exec.signal.reason)
-        exec.signal.addEventListener('abort', forward, { once: true })
+        if (exec.signal.aborted) forward()
+        else exec.signal.addEventListener('abort', forward, { once: true })
         try {
           const run = await start(provider, request(stop.signal))
           const job = host.jobs.register(exec.agent.id, args.description, run, stop)
@@ -97,7 +98,11 @@ export function createSubagentTool(host: Pick<Host, 'spawn' | 'fork' | 'jobs'>, 
       const failures: string[] = []
       if (result.status === 'rejected') failures.push(`subagent run failed: ${messageOf(result.reason)}`)
       else if (result.value.stopReason !== 'completed') failures.push(...describeFailure(result.value))
-      if (disposal.status === 'rejected') failures.push(`Dispose failed: ${messageOf(disposal.reason)}`)
+      if (disposal.status === 'rejected') {
+        // The child's answer is not lost because its release failed.
+        if (result.status === 'fulfilled' && result.value.stopReason === 'completed') failures.push(`subagent run completed:\n${textOf(result.value.output)}`)
+        failures.push(`dispose failed: ${messageOf(disposal.reason)}`)
+      }
       if (failures.length > 0 || result.status === 'rejected') throw new ToolError(failures.join('\n'))
       return { kind: 'foreground', runId: run.id, output: result.value.output } satisfies ForegroundValue
     },

@@ -21,13 +21,17 @@ export interface WorkerChildOptions {
   graceMs: number
   /** This child's snapshot of the host-placed models and tools. */
   placement: Placement
-  terminate(child: WorkerChild, termination: ChildTermination): void
+  /** Terminates the child's thread; false when its thread is unknown (the child was then settled as is). */
+  terminate(child: WorkerChild, termination: ChildTermination): boolean
   placed(child: WorkerChild, threadId: number): void
   /** True once the host is closing: a dying worker is then the pool being stopped. */
   closing(): boolean
 }
 
 type Phase = 'creating' | 'created' | 'running' | 'idle' | 'closed'
+
+/** Building a child is quick (the module is imported once per thread); this only catches a stuck thread. */
+const CREATE_TIMEOUT_MS = 30_000
 
 /** The phases in which each message from the worker is legal; anything else is a protocol error. */
 const LEGAL: Record<ChildMessage['type'], readonly Phase[]> = {
@@ -51,6 +55,9 @@ export class WorkerChild implements ChildHandle {
   #createdPending = true
   /** Once the port emitted 'close', every message was delivered; reading it then can crash Node 20 (SIGSEGV). */
   #portClosed = false
+  #draining = false
+  #taskSettled = false
+  #forfeit = () => {}
   #threadId: number | undefined
   #doomed: ChildTermination | undefined
   #grace: NodeJS.Timeout | undefined
@@ -80,8 +87,12 @@ export class WorkerChild implements ChildHandle {
     return this.#threadId
   }
 
-  attach(task: Promise<unknown>): void {
+  /** `forfeit` frees the child's pool slot without the task (whose thread could not be stopped). */
+  attach(task: Promise<unknown>, forfeit: () => void): void {
     this.#task = task
+    this.#forfeit = forfeit
+    const settled = () => void (this.#taskSettled = true)
+    task.then(settled, settled)
     task.catch((error: unknown) => this.#die(this.#diagnose(error)))
   }
 
@@ -90,7 +101,8 @@ export class WorkerChild implements ChildHandle {
    * off the port first, so nothing it emitted is lost.
    */
   #drain(): void {
-    if (this.#portClosed) return
+    if (this.#portClosed || this.#draining) return
+    this.#draining = true
     for (let next = receiveMessageOnPort(this.#port); next && this.#phase !== 'closed'; next = receiveMessageOnPort(this.#port)) this.#receive(next.message)
   }
 
@@ -103,12 +115,17 @@ export class WorkerChild implements ChildHandle {
       else signal.addEventListener('abort', onAbort, { once: true })
     })
     aborted.catch(() => {})
+    // A thread that never answers (say, left spinning by an earlier child) must not hold start() forever.
+    const watchdog = setTimeout(() => {
+      this.#options.terminate(this, { stopReason: 'error', diagnostic: `the child's worker did not build it within ${CREATE_TIMEOUT_MS} ms, so its thread was terminated` })
+    }, CREATE_TIMEOUT_MS)
     try {
       await Promise.race([this.#created.promise, aborted])
     } catch (error) {
       if (signal.aborted) await this.rollback()
       throw error
     } finally {
+      clearTimeout(watchdog)
       signal.removeEventListener('abort', onAbort)
     }
   }
@@ -123,8 +140,8 @@ export class WorkerChild implements ChildHandle {
     this.#die(termination)
   }
 
-  async rollback(): Promise<void> {
-    this.#let({ type: 'rollback' })
+  rollback(): Promise<void> {
+    return this.#let({ type: 'rollback' })
   }
 
   run(prompt: ContentBlock[]): Promise<ChildOutcome> {
@@ -147,18 +164,32 @@ export class WorkerChild implements ChildHandle {
     }, this.#options.graceMs)
   }
 
-  async release(): Promise<void> {
-    this.#let({ type: 'dispose' })
+  release(): Promise<void> {
+    return this.#let({ type: 'dispose' })
   }
 
   /**
-   * Lets go of the child without waiting for its worker: closing our end tells the worker too,
-   * even one busy with another child, and nothing here can hang on it.
+   * Lets go of the child: closing our end tells the worker, even one busy with another child.
+   * If this child's task still runs, its slot is only free once the task ends, so wait for that,
+   * and terminate the thread if it does not end within the grace (it is stuck). A task that
+   * already ended is never waited on, so a thread another child took is never disturbed.
    */
-  #let(message: HostMessage): void {
-    if (this.#phase === 'closed') return
+  async #let(message: HostMessage): Promise<void> {
     this.#send(message)
     this.#die({ stopReason: 'aborted', diagnostic: 'the child was released' })
+    if (this.#taskSettled) return
+    let giveUp = () => {}
+    const gaveUp = new Promise<void>((resolve) => (giveUp = resolve))
+    const watchdog = setTimeout(() => {
+      const termination = { stopReason: 'aborted' as const, diagnostic: `the child's worker did not let it go within ${this.#options.graceMs} ms, so its thread was terminated` }
+      // An unknown thread cannot be stopped: give its slot up rather than hang every later start.
+      if (!this.#options.terminate(this, termination)) {
+        this.#forfeit()
+        giveUp()
+      }
+    }, this.#options.graceMs)
+    await Promise.race([this.#task.catch(() => {}), gaveUp])
+    clearTimeout(watchdog)
   }
 
   #receive(raw: unknown): void {
@@ -251,7 +282,7 @@ function diagnose(error: unknown): ChildTermination {
     return { stopReason: 'error', diagnostic: `the child's worker thread ran out of memory (its resourceLimits heap cap was reached): ${message}` }
   }
   const exit = /worker exited with code:? (-?\d+)/.exec(message)
-  if (exit) return { stopReason: 'error', diagnostic: `the child's worker thread exited with code ${exit[1]} (process.exit was called, or the thread was stopped)` }
+  if (exit) return { stopReason: 'error', diagnostic: `the child's worker thread exited with code ${exit[1]} (process.exit was called on that thread, or it was terminated)` }
   return { stopReason: 'error', diagnostic: `the child's worker thread crashed with an uncaught ${name}: ${message}` }
 }
 

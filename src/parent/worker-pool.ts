@@ -45,16 +45,22 @@ export class WorkerPool {
     })
   }
 
-  /** Starts a task once a slot is free; the slot is held until the task settles. */
-  async run(task: object, transferList: MessagePort[], signal: AbortSignal): Promise<{ running: Promise<unknown> }> {
+  /**
+   * Starts a task once a slot is free; the slot is held until the task settles, or until
+   * `forfeit()` gives it up for a task stuck on a thread that cannot be found to stop.
+   */
+  async run(task: object, transferList: MessagePort[], signal: AbortSignal): Promise<{ running: Promise<unknown>; forfeit(): void }> {
     await this.#admit(signal)
     const running = this.#pool.run(task, { transferList })
+    let held = true
     const leave = () => {
+      if (!held) return
+      held = false
       this.#admitted--
       this.#waiting.shift()?.wake()
     }
     running.then(leave, leave)
-    return { running }
+    return { running, forfeit: leave }
   }
 
   thread(threadId: number): Worker | undefined {

@@ -56,14 +56,15 @@ export class WorkerTransport implements Transport {
     // No per-task abort signal: piscina only shares a worker among tasks that have none, and a
     // stuck child is stopped by terminating its thread (see #terminate) on every setting alike.
     let task: Promise<unknown>
+    let forfeit: () => void
     try {
       const pool = this.#poolFor(spec.header.delegationDepth ?? 1)
-      ;({ running: task } = await pool.run({ request: this.#request(spec, placement), port: port2 }, [port2], signal))
+      ;({ running: task, forfeit } = await pool.run({ request: this.#request(spec, placement), port: port2 }, [port2], signal))
     } catch (error) {
       port1.close()
       throw error
     }
-    child.attach(task)
+    child.attach(task, forfeit)
     const ended = () => {
       this.#ended.add(child)
       this.#forget(child)
@@ -119,7 +120,7 @@ export class WorkerTransport implements Transport {
   }
 
   /** Terminates a stuck child's worker; every other child on that thread learns why it died. */
-  #terminate(child: WorkerChild, termination: ChildTermination): void {
+  #terminate(child: WorkerChild, termination: ChildTermination): boolean {
     const { threadId } = child
     const siblings = threadId === undefined ? [] : [...(this.#threads.get(threadId) ?? [])]
     for (const sibling of siblings) {
@@ -135,6 +136,7 @@ export class WorkerTransport implements Transport {
     // piscina sees the exit, fails the thread's tasks and starts a replacement.
     if (worker) void worker.terminate()
     else child.abandon(termination)
+    return worker !== undefined
   }
 }
 

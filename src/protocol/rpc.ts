@@ -139,7 +139,8 @@ export class RpcServer {
     try {
       this.#post(message)
     } catch (error) {
-      // An uncloneable value must fail the call, not vanish.
+      // An uncloneable value must fail the call, not vanish; the chunks it carried still count.
+      if (message.type === 'rpc/result' && message.chunks) this.#post({ type: 'rpc/chunk', id, chunks: message.chunks })
       this.#post({ type: 'rpc/error', id, error: toWireError(error) })
     }
   }

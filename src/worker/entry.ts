@@ -16,6 +16,7 @@ import { RpcClient } from '../protocol/rpc.js'
 import type { SessionEvent } from '../protocol/session.js'
 import { ProtocolError } from '../protocol/validate.js'
 import { isCreateRequest, isHostMessage } from '../protocol/validators.js'
+import { flushing } from './flushing.js'
 import { remoteModel, remoteTool } from './remote.js'
 
 export interface ChildTask {
@@ -84,16 +85,19 @@ class WorkerChild {
   }
 
   #environment(module: AgentModule): AgentEnvironment {
-    const models = new Map<string, Model>(Object.entries(module.models ?? {}))
+    // Module code runs on this thread and may take it down (exit, spin, crash): whatever the child
+    // recorded is sent before any of it runs. Host models and tools flush as their call is posted.
+    const local = flushing(module, () => this.#flush())
+    const models = new Map<string, Model>(Object.entries(local.models))
     for (const name of this.#request.hostModels) models.set(name, remoteModel(this.#rpc, name))
     // Host tools first, then module tools: the same order the host itself lists them in.
     const tools = new Map<string, ToolDefinition>()
     for (const descriptor of this.#request.hostTools) tools.set(descriptor.name, remoteTool(this.#rpc, descriptor))
-    for (const tool of module.tools ?? []) tools.set(tool.name, tool)
+    for (const tool of local.tools) tools.set(tool.name, tool)
     return {
       models,
       tools: { get: (name) => tools.get(name), list: () => tools.values() },
-      hooks: module.hooks ?? {},
+      hooks: local.hooks,
       maxParallelToolCalls: this.#request.maxParallelToolCalls,
       delegated: true,
     }

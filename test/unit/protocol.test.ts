@@ -33,11 +33,11 @@ describe('protocol errors settle the run', () => {
     const handle = new WorkerChild(port1, { view, append: (e: unknown) => appended.push(e) }, {
       graceMs: 100,
       placement: { models: new Map(), tools: new Map() },
-      terminate: () => {},
+      terminate: () => false,
       placed: () => {},
       closing: () => false,
     })
-    handle.attach(new Promise(() => {}))
+    handle.attach(new Promise(() => {}), () => {})
     return { handle, port2, appended }
   }
 
