@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createNdjsonStore, SubagentDepthError, textResponse } from 'subagent-worker'
+import { createNdjsonStore, defineTool, SubagentDepthError, textResponse, toolCallResponse } from 'subagent-worker'
 import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
 
 let dir: string
@@ -54,5 +54,32 @@ describe.each(TRANSPORTS)('durable transcripts [%s]', (transport) => {
     await expect(host.resumeAgent('nope')).rejects.toThrow('no session "nope" in the store')
     await new Promise((resolve) => setTimeout(resolve, 10))
     await expect(host.resumeAgent(parent.id)).rejects.toThrow(/already live/)
+  })
+
+  it('a resumed subagent session stays delegated: a tool that needs approval is still denied', async () => {
+    const store = createNdjsonStore(dir)
+    const { host, parent } = setup(transport, [textResponse('first'), toolCallResponse('a', 'approve_me', {}), textResponse('after')], { store })
+    host.tools.register(defineTool({ name: 'approve_me', description: 'needs approval', parameters: { type: 'object' }, needsApproval: true, execute: () => 'ran' }))
+    const run = await host.spawn.start({ prompt: 'hello', parent, signal: signal() })
+    await run.result
+    await run.dispose()
+    const resumed = await host.resumeAgent(run.id, { provider: 'scripted' })
+    resumed.followup('again')
+    await resumed.whenIdle()
+    const denied = resumed.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as { code?: string })
+    expect(denied).toEqual([expect.objectContaining({ code: 'DENIED' })])
+  })
+
+  it('resumeAgent racing close() is refused, leaving nothing live', async () => {
+    const store = createNdjsonStore(dir)
+    const { host, parent } = setup(transport, [textResponse('x')], { store })
+    const run = await host.spawn.start({ prompt: 'hi', parent, signal: signal() })
+    await run.result
+    await run.dispose()
+    const resuming = host.resumeAgent(run.id, { provider: 'scripted' })
+    const refused = expect(resuming).rejects.toThrow(/the host is closed/)
+    await host.close()
+    await refused
+    expect(host.agents.get(run.id)).toBeUndefined()
   })
 })

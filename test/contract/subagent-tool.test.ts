@@ -145,6 +145,21 @@ describe.each(TRANSPORTS)('§6 the subagent tool [%s]', (transport) => {
     expect(host.agents.list().map((a) => a.id)).toEqual([parent.id])
   })
 
+  it('background jobs a child started are stopped when that child is disposed: nothing outlives it', async () => {
+    const { host, parent } = fixture([call('d1', {}), textResponse('parent done')], { maxDepth: 2 }, [
+      toolCallResponse('g1', 'bg_subagent', { description: 'side task', prompt: 'run long', run_in_background: true }),
+      textResponse('child done'),
+    ])
+    // The grandchild runs on a model of its own (it hangs) through a second tool instance.
+    host.models.register('grandchild', new ScriptedModel(['hang']))
+    host.tools.register(createSubagentTool(host, { provider: 'spawn', toolName: 'bg_subagent', agentOptions: { provider: 'grandchild' } }))
+    parent.followup('go')
+    await parent.whenIdle()
+    expect(text(results(parent.session.events)[0]!)).toBe('child done')
+    expect(host.agents.list().map((a) => a.id)).toEqual([parent.id])
+    expect(host.jobs.list()).toEqual([])
+  })
+
   it('background: a failed job keeps its stop reason and diagnostic', async () => {
     const { host, parent } = fixture([call('d1', { run_in_background: true }), textResponse('parent done')], { agentOptions: { provider: 'nowhere' } })
     parent.followup('go')

@@ -111,6 +111,18 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     await Promise.all([first.dispose(), second.dispose()])
   })
 
+  it('a refusal streamed in its own deltas is a refusal even when the finish says stop', async () => {
+    const api = await server([
+      (_, __, res) =>
+        sse(res, [{ choices: [{ delta: { refusal: "I can't help with that." }, finish_reason: null }] }, { choices: [{ delta: {}, finish_reason: 'stop' }] }]),
+    ])
+    const host = hostWith(transport, api.url)
+    const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test' } })
+    const run = await host.spawn.start({ prompt: 'bad', parent, signal: new AbortController().signal })
+    expect(await run.result).toMatchObject({ stopReason: 'refusal', output: [{ type: 'text', text: "I can't help with that." }] })
+    await run.dispose()
+  })
+
   it('an abort closes the HTTP request and settles the child aborted with the streamed text', async () => {
     let closed!: () => void
     const requestClosed = new Promise<void>((resolve) => (closed = resolve))

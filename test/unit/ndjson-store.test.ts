@@ -52,4 +52,15 @@ describe('createNdjsonStore', () => {
     await store.create(header)
     await expect(store.create(header)).rejects.toThrow(/already exists/)
   })
+
+  it('cuts a torn tail before appending to a transcript it did not create, so resuming never corrupts it', async () => {
+    const first = createNdjsonStore(dir)
+    await first.create(header)
+    await first.append('s1', [event(0)])
+    await appendFile(join(dir, 's1.jsonl'), '{"seq":1,"type":"tur')
+    const resumed = createNdjsonStore(dir)
+    await resumed.append('s1', [event(1)])
+    expect(await resumed.read('s1')).toEqual({ header, events: [event(0), event(1)] })
+  })
 })
+

@@ -177,5 +177,25 @@ describe('worker transport: faults are contained', () => {
     await refused
     expect((await running.result).stopReason).toBe('aborted')
   })
+
+  it('a module model that kills its thread on the first pull loses none of the events before it', async () => {
+    const { host, parent } = workerHost([])
+    const run = await host.spawn.start({ prompt: 'x', parent, signal: signal(), agentOptions: { provider: 'exit-model' } })
+    expect((await run.result).diagnostic).toMatch(/exited with code 9/)
+    expect(host.agents.get(run.id)!.session.events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'subagent/descriptor'])
+    await run.dispose()
+  })
+
+  it('text a module model streamed before it spun still counts as output after the termination', async () => {
+    const { host, parent } = workerHost([])
+    const controller = new AbortController()
+    const run = await host.spawn.start({ prompt: 'x', parent, signal: controller.signal, agentOptions: { provider: 'stream-then-spin' } })
+    await until(() => host.agents.get(run.id)!.session.events.some((e) => e.type === 'assistant/chunk'))
+    controller.abort()
+    const result = await run.result
+    expect(result.stopReason).toBe('aborted')
+    expect(result.output).toEqual([{ type: 'text', text: 'partial answer' }])
+    await run.dispose()
+  })
 })
 
