@@ -117,7 +117,8 @@ export class WorkerChild implements ChildHandle {
     aborted.catch(() => {})
     // A thread that never answers (say, left spinning by an earlier child) must not hold start() forever.
     const watchdog = setTimeout(() => {
-      this.#options.terminate(this, { stopReason: 'error', diagnostic: `the child's worker did not build it within ${CREATE_TIMEOUT_MS} ms, so its thread was terminated` })
+      const stuck = { stopReason: 'error' as const, diagnostic: `the child's worker did not build it within ${CREATE_TIMEOUT_MS} ms` }
+      if (!this.#options.terminate(this, stuck)) this.#forfeit()
     }, CREATE_TIMEOUT_MS)
     try {
       await Promise.race([this.#created.promise, aborted])
