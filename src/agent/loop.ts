@@ -6,7 +6,7 @@
  * with exactly one `turn/end`; failures become its reason, never an exception.
  */
 import type { ContentBlock, ToolCallBlock } from '../protocol/content.js'
-import { describeValue, messageOf, tryClone } from '../protocol/lifecycle.js'
+import { describeShape, messageOf, tryClone } from '../protocol/lifecycle.js'
 import type { SessionEvent, SessionHeader, ToolErrorCode, ToolResultData, TurnEndReason, Usage } from '../protocol/session.js'
 import type { FinishReason, StreamChunk } from '../protocol/stream.js'
 import { isContentBlock, isStreamChunk } from '../protocol/validators.js'
@@ -164,7 +164,7 @@ export class AgentRuntime implements Agent {
     let finish: FinishReason = 'stop'
     try {
       for await (const chunk of untilAbort(model.stream(request), signal)) {
-        if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk: ${describeValue(chunk).slice(0, 200)}`)
+        if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk ${describeShape(chunk)}`)
         switch (chunk.type) {
           case 'text-delta':
             if (chunk.text === '') break

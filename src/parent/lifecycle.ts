@@ -38,12 +38,17 @@ export class Lifecycle {
   emit<E extends LifecycleEventName>(event: E, info: LifecycleEvents[E]): void {
     const set = this.#listeners.get(event)
     if (!set) return
+    const report = (error: unknown) => {
+      const reason = error instanceof Error ? error.message : String(error)
+      process.emitWarning(`a '${event}' listener threw: ${reason}`, { code: 'SUBAGENT_LISTENER_ERROR', detail: `run ${info.runId}` })
+    }
     for (const listener of [...set]) {
       try {
-        ;(listener as (info: LifecycleEvents[E]) => void)(info)
+        const returned: unknown = (listener as (info: LifecycleEvents[E]) => unknown)(info)
+        // An async listener's rejection is a throw too: reported, never an unhandled rejection.
+        if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') (returned as PromiseLike<unknown>).then(undefined, report)
       } catch (error) {
-        const reason = error instanceof Error ? error.message : String(error)
-        process.emitWarning(`a '${event}' listener threw: ${reason}`, { code: 'SUBAGENT_LISTENER_ERROR', detail: `run ${info.runId}` })
+        report(error)
       }
     }
   }

@@ -7,7 +7,7 @@
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads'
 import { renderToolValue } from '../agent/tools.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
-import { cloneableReason, describeValue, fromWireError, tryClone, type ChildMessage, type HostMessage, type RpcTarget } from '../protocol/lifecycle.js'
+import { cloneableReason, describeShape, fromWireError, tryClone, type ChildMessage, type HostMessage, type RpcTarget } from '../protocol/lifecycle.js'
 import { RpcServer } from '../protocol/rpc.js'
 import type { StreamChunk } from '../protocol/stream.js'
 import { isChildMessage, isStreamChunk } from '../protocol/validators.js'
@@ -197,8 +197,8 @@ export class WorkerChild implements ChildHandle {
     if (this.#phase === 'closed') return
     const message = raw as ChildMessage
     if (!isChildMessage(raw) || !LEGAL[message.type].includes(this.#phase)) {
-      const why = isChildMessage(raw) ? `a '${message.type}' message while ${this.#phase}` : 'a malformed or unknown message'
-      this.#die({ stopReason: 'error', diagnostic: `protocol error: the child's worker sent ${why}: ${describeValue(raw).slice(0, 200)}` })
+      const why = isChildMessage(raw) ? `a '${message.type}' message while ${this.#phase}` : `a malformed or unknown message ${describeShape(raw)}`
+      this.#die({ stopReason: 'error', diagnostic: `protocol error: the child's worker sent ${why}` })
       return
     }
     switch (message.type) {
@@ -260,7 +260,7 @@ export class WorkerChild implements ChildHandle {
       for await (const chunk of model.stream({ ...request, signal })) {
         if (signal.aborted) break
         // Checked here, as the inline loop does, so the child gets the same error either way.
-        if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk: ${describeValue(chunk).slice(0, 200)}`)
+        if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk ${describeShape(chunk)}`)
         emit(chunk)
       }
       return undefined

@@ -229,6 +229,15 @@ export function describeValue(value: unknown): string {
   }
 }
 
+/**
+ * Names a bad message or chunk by its `type` alone: its payload may hold tool inputs or
+ * credentials, and this text can end up in a diagnostic.
+ */
+export function describeShape(value: unknown): string {
+  const type = (value as { type?: unknown } | null)?.type
+  return typeof type === 'string' ? `of type ${JSON.stringify(type.slice(0, 40))}` : `(${value === null ? 'null' : typeof value})`
+}
+
 export function messageOf(error: unknown): string {
   if (error instanceof Error) return error.message
   return typeof error === 'string' ? error : describeValue(error)

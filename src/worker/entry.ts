@@ -11,7 +11,7 @@ import type { Model } from '../agent/model.js'
 import type { AgentModule } from '../agent/module.js'
 import { loadAgentModule } from '../agent/module-loader.js'
 import type { ToolDefinition } from '../agent/tools.js'
-import { describeValue, PROTOCOL_VERSION, toWireError, type ChildMessage, type CreateRequest, type HostMessage } from '../protocol/lifecycle.js'
+import { describeShape, PROTOCOL_VERSION, toWireError, type ChildMessage, type CreateRequest, type HostMessage } from '../protocol/lifecycle.js'
 import { RpcClient } from '../protocol/rpc.js'
 import type { SessionEvent } from '../protocol/session.js'
 import { ProtocolError } from '../protocol/validate.js'
@@ -106,7 +106,7 @@ class WorkerChild {
   #receive(raw: unknown): void {
     const message = raw as HostMessage
     if (!isHostMessage(raw) || (message.type === 'publish' && (!this.#composed || this.#running))) {
-      this.#abandon(new ProtocolError(`the child's worker received ${isHostMessage(raw) ? 'a run it cannot start' : 'a malformed message'}: ${describeValue(raw).slice(0, 200)}`))
+      this.#abandon(new ProtocolError(`the child's worker received ${isHostMessage(raw) ? 'a run it cannot start' : 'a malformed message'} ${describeShape(raw)}`))
       return
     }
     const agent = this.#composed?.agent

@@ -25,4 +25,14 @@ describe.each(TRANSPORTS)('§3 diagnostics are redacted [%s]', (transport) => {
       delete process.env.SW_TEST_DEPLOY_SECRET
     }
   })
+
+  it('a malformed chunk is named by its type only: its arguments (tool inputs) never reach the diagnostic', async () => {
+    const { host, parent } = setup(transport, [() => [{ type: 'tool-call', id: 7, name: 'echo', arguments: '{"password":"hunter2-SECRET"}' } as never]])
+    const run = await host.spawn.start({ prompt: 'x', parent, signal: signal() })
+    const { stopReason, diagnostic } = await run.result
+    expect(stopReason).toBe('error')
+    expect(diagnostic).toBe('model stream failed: the model emitted a malformed stream chunk of type "tool-call"')
+    await run.dispose()
+  })
 })
+

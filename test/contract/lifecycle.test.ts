@@ -211,6 +211,23 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     }
   })
 
+  it('§7 an async listener that rejects is reported as a warning too, never an unhandled rejection', async () => {
+    const capture = captureWarnings(WARNING_CODE)
+    try {
+      const fx = setup(transport, [textResponse('unbroken')])
+      fx.host.on('subagent/end', async () => {
+        throw new Error('async observer bug')
+      })
+      const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
+      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], stopReason: 'completed' })
+      await run.dispose()
+      await waitFor(() => capture.warnings.length >= 1, `a ${WARNING_CODE} warning`)
+      expect(capture.warnings[0]!.message).toContain('async observer bug')
+    } finally {
+      capture.stop()
+    }
+  })
+
   it('§7 a listener that throws a non-Error value is reported too, and the run still completes', async () => {
     const capture = captureWarnings(WARNING_CODE)
     try {
