@@ -322,7 +322,7 @@ export function toContent(message: string | ContentBlock[]): ContentBlock[] {
   throw new TypeError('a message must be a string or an array of content blocks ({ type: "text", text } or { type: "tool-call", ... })')
 }
 
-export function errorResult(code: ToolErrorCode, text: string): ToolResult {
+function errorResult(code: ToolErrorCode, text: string): ToolResult {
   return { isError: true, code, content: [{ type: 'text', text }] }
 }
 

@@ -21,7 +21,7 @@ export function checkMaxDepth(maxDepth: unknown): number | undefined {
   return maxDepth
 }
 
-export function depthOf(agent: AgentView): number {
+function depthOf(agent: AgentView): number {
   const runtime = agent.options.subagentDepth
   if (runtime !== undefined && !isDepth(runtime)) throw new TypeError('agent subagentDepth must be a non-negative safe integer')
   const stored = agent.session.header.delegationDepth

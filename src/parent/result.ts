@@ -3,7 +3,7 @@ import type { ContentBlock } from '../protocol/content.js'
 import type { SessionEvent, TurnEndReason } from '../protocol/session.js'
 import type { SubagentResult, SubagentStopReason } from './types.js'
 
-export const DIAGNOSTIC_LIMIT_BYTES = 4096
+const DIAGNOSTIC_LIMIT_BYTES = 4096
 const TRUNCATION_MARK = '\n[diagnostic truncated]'
 
 /** What the transport knows beyond the events: a capture, or a fault the events cannot show. */
@@ -92,7 +92,7 @@ const CREDENTIAL_FIELD = /\b(api[-_]?key|access[-_]?token|token|secret|password|
  * Diagnostics may quote an error message (a model's, a crashed worker's), which is not ours to
  * trust: values of the process environment and credential-shaped text are blanked out.
  */
-export function redactDiagnostic(text: string): string {
+function redactDiagnostic(text: string): string {
   let redacted = text.replace(CREDENTIAL_TOKEN, '[redacted]').replace(CREDENTIAL_FIELD, '$1$2[redacted]')
   for (const value of Object.values(process.env)) {
     if (value && value.length >= 8 && redacted.includes(value)) redacted = redacted.split(value).join('[redacted]')

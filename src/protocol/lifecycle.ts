@@ -221,7 +221,7 @@ export function cloneableReason(reason: unknown): unknown {
 }
 
 /** JSON where possible, never throwing (cycles, BigInt). */
-export function describeValue(value: unknown): string {
+function describeValue(value: unknown): string {
   try {
     return JSON.stringify(value) ?? String(value)
   } catch {

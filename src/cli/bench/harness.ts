@@ -7,16 +7,15 @@ import { availableParallelism } from 'node:os'
 import { createHost, ScriptedModel, type Agent, type Host, type PoolOptions, type ScriptEntry, type SubagentResult, type SubagentRun } from '../../index.js'
 import type { Mode } from './types.js'
 
-export const BENCH_MODULE = new URL('./module.js', import.meta.url)
+const BENCH_MODULE = new URL('./module.js', import.meta.url)
 
 /** The model name children use; each phase registers its own ScriptedModel under it. */
-export const MODEL = 'bench'
+const MODEL = 'bench'
 
 /** The module model's name (see module.ts): zero RPC, the step runs where the child runs. */
 export const MODULE_MODEL = 'bench-echo'
 
 export const HOST_MODEL = 'ScriptedModel on the host (one RPC round trip per step on worker)'
-export const MODULE_MODEL_NOTE = 'worker, module model: the same delegations with a model from the agent module (no RPC per step)'
 
 /** The library's default thread count for this machine, started up front so the pool is warm. */
 export function defaultThreads(): number {

@@ -21,7 +21,7 @@ const RESOLUTION_MS = 1
 const NS_PER_MS = 1e6
 
 /** Iterations of `work` that take `ms` on this thread, on an idle core (the best of several tries). */
-export function calibrate(ms: number): number {
+function calibrate(ms: number): number {
   for (let i = 0; i < 20; i++) work(100_000) // let the loop be optimized before timing it
   let perMs = 0
   let iterations = 1_000_000
