@@ -13,7 +13,7 @@
  */
 import type { ContentBlock } from './content.js'
 import type { SessionEvent, SessionHeader } from './session.js'
-import { union, variant } from './schema.js'
+import { closed, union, variant } from './schema.js'
 import type { StreamChunk } from './stream.js'
 
 export const PROTOCOL_VERSION = 1
@@ -99,12 +99,7 @@ export type ChildMessage =
   | { type: 'rpc/call'; id: number; target: RpcTarget; name: string; payload: unknown }
   | { type: 'rpc/abort'; id: number; reason: unknown }
 
-const wireError = {
-  type: 'object',
-  properties: { name: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } },
-  required: ['name', 'message'],
-  additionalProperties: false,
-} as const
+const wireError = closed({ name: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } }, ['code'])
 const rpcId = { type: 'integer', minimum: 1 } as const
 const events = { type: 'array', minItems: 1, items: { $ref: 'session-event' } } as const
 const chunks = { type: 'array', minItems: 1, items: { $ref: 'stream-chunk' } } as const

@@ -3,7 +3,7 @@
  * session (built from streamed events), so these shapes are what crosses the thread boundary.
  */
 import type { ContentBlock } from './content.js'
-import { union } from './schema.js'
+import { closed, union } from './schema.js'
 
 export interface SessionHeader {
   id: string
@@ -70,106 +70,59 @@ export function isEvent<T extends SessionEventType>(event: SessionEvent, type: T
 
 const content = { type: 'array', items: { $ref: 'content-block' } } as const
 
-function eventSchema(type: SessionEventType, data: object) {
-  return {
-    type: 'object',
-    properties: { seq: { type: 'integer', minimum: 0 }, type: { const: type }, data },
-    required: ['seq', 'type', 'data'],
-    additionalProperties: false,
-  } as const
+function eventSchema(type: SessionEventType, data: object): object {
+  return closed({ seq: { type: 'integer', minimum: 0 }, type: { const: type }, data })
 }
 
 export const sessionHeaderSchema = {
   $id: 'subagent-worker/session-header',
-  type: 'object',
-  properties: {
-    id: { type: 'string', minLength: 1 },
-    createdAt: { type: 'string' },
-    parentSession: { type: 'string' },
-    origin: { const: 'subagent' },
-    delegationDepth: { type: 'integer', minimum: 0 },
-    seedLength: { type: 'integer', minimum: 0 },
-    cwd: { type: 'string' },
-  },
-  required: ['id', 'createdAt'],
-  additionalProperties: false,
-} as const
+  ...closed(
+    {
+      id: { type: 'string', minLength: 1 },
+      createdAt: { type: 'string' },
+      parentSession: { type: 'string' },
+      origin: { const: 'subagent' },
+      delegationDepth: { type: 'integer', minimum: 0 },
+      seedLength: { type: 'integer', minimum: 0 },
+      cwd: { type: 'string' },
+    },
+    ['parentSession', 'origin', 'delegationDepth', 'seedLength', 'cwd'],
+  ),
+}
 
 /** A known event, data checked per type. */
 export const sessionEventSchema = union('subagent-worker/session-event', [
-  eventSchema('turn/start', { type: 'object', additionalProperties: false }),
-  eventSchema('user/message', {
-    type: 'object',
-    properties: {
-      content,
-      source: { type: 'object', properties: { kind: { type: 'string' } }, required: ['kind'] },
-    },
-    required: ['content', 'source'],
-    additionalProperties: false,
-  }),
-  eventSchema('assistant/chunk', {
-    type: 'object',
-    properties: {
-      chunk: {
-        type: 'object',
-        properties: { type: { const: 'text-delta' }, text: { type: 'string' } },
-        required: ['type', 'text'],
-        additionalProperties: false,
+  eventSchema('turn/start', closed({})),
+  eventSchema(
+    'user/message',
+    closed({ content, source: { type: 'object', properties: { kind: { type: 'string' } }, required: ['kind'] } }),
+  ),
+  eventSchema('assistant/chunk', closed({ chunk: closed({ type: { const: 'text-delta' }, text: { type: 'string' } }) })),
+  eventSchema(
+    'assistant/message',
+    closed({ content, usage: closed({ inputTokens: { type: 'number' }, outputTokens: { type: 'number' } }) }, ['usage']),
+  ),
+  eventSchema(
+    'tool/result',
+    closed(
+      {
+        callId: { type: 'string' },
+        name: { type: 'string' },
+        isError: { type: 'boolean' },
+        code: { enum: ['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'] },
+        content,
+        value: {},
       },
-    },
-    required: ['chunk'],
-    additionalProperties: false,
-  }),
-  eventSchema('assistant/message', {
-    type: 'object',
-    properties: {
-      content,
-      usage: {
-        type: 'object',
-        properties: { inputTokens: { type: 'number' }, outputTokens: { type: 'number' } },
-        required: ['inputTokens', 'outputTokens'],
-        additionalProperties: false,
-      },
-    },
-    required: ['content'],
-    additionalProperties: false,
-  }),
-  eventSchema('tool/result', {
-    type: 'object',
-    properties: {
-      callId: { type: 'string' },
-      name: { type: 'string' },
-      isError: { type: 'boolean' },
-      code: { enum: ['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'] },
-      content,
-      value: {},
-    },
-    required: ['callId', 'name', 'isError', 'content'],
-    additionalProperties: false,
-  }),
-  eventSchema('subagent/descriptor', {
-    type: 'object',
-    properties: { mode: { const: 'one-shot' }, provider: { type: 'string' }, label: { type: 'string' } },
-    required: ['mode', 'provider'],
-    additionalProperties: false,
-  }),
-  eventSchema('turn/end', {
-    type: 'object',
-    properties: {
-      reason: {
-        type: 'object',
-        properties: {
-          kind: { enum: ['completed', 'max-tokens', 'blocked', 'aborted', 'error'] },
-          reason: {},
-          message: { type: 'string' },
-        },
-        required: ['kind'],
-        additionalProperties: false,
-      },
-    },
-    required: ['reason'],
-    additionalProperties: false,
-  }),
+      ['code', 'value'],
+    ),
+  ),
+  eventSchema('subagent/descriptor', closed({ mode: { const: 'one-shot' }, provider: { type: 'string' }, label: { type: 'string' } }, ['label'])),
+  eventSchema(
+    'turn/end',
+    closed({
+      reason: closed({ kind: { enum: ['completed', 'max-tokens', 'blocked', 'aborted', 'error'] }, reason: {}, message: { type: 'string' } }, ['reason', 'message']),
+    }),
+  ),
 ])
 
 /** Any event at all: the shape a foreign parent's seed must have. */
