@@ -3,7 +3,8 @@
  * the tool restriction, the structured-output runtime and the descriptor hook. Both transports
  * call this with the same plain-data spec, so a child is the same thing on either side.
  */
-import type { ChildDescriptor, ChildSpec } from '../protocol/lifecycle.js'
+import type { ChildDescriptor, ChildSpec } from '../protocol/child.js'
+import type { SessionEvent } from '../protocol/session.js'
 import type { AgentView } from './view.js'
 import { AgentRuntime, type AgentEnvironment } from './loop.js'
 import { SECTION_ORDER } from './prompt.js'
@@ -21,7 +22,9 @@ export const DELEGATION_SCOPE =
 
 /** `view` is what the child's tools and hooks see of it (the host's view, where there is one). */
 export function composeChild(spec: ChildSpec, env: AgentEnvironment, deploymentPersona: string | undefined, view: AgentView): ComposedChild {
-  const agent = new AgentRuntime({ id: spec.id, options: spec.options, header: spec.header, seed: spec.seed, view }, { ...env, delegated: true })
+  // A foreign parent's events need only a seq and a type (that is all a seed is checked for).
+  const seed = spec.seed.map(({ seq, type, data }): SessionEvent => ({ seq, type, data }))
+  const agent = new AgentRuntime({ id: spec.id, options: spec.options, header: spec.header, seed, view }, { ...env, delegated: true })
   const persona = spec.persona ?? deploymentPersona
   if (persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: persona })
   agent.prompt.set({ id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE })

@@ -6,16 +6,15 @@
  * with exactly one `turn/end`; failures become its reason, never an exception.
  */
 import type { ContentBlock, ToolCallBlock } from '../protocol/content.js'
-import { describeShape, messageOf, tryClone } from '../protocol/lifecycle.js'
 import type { SessionEvent, SessionHeader, ToolErrorCode, ToolResultData, TurnEndReason, Usage } from '../protocol/session.js'
 import type { FinishReason, StreamChunk } from '../protocol/stream.js'
 import { isContentBlock, isStreamChunk } from '../protocol/validators.js'
+import { describeShape, MAX_VALUE_DEPTH, messageOf, tryClone, withinDepth } from '../protocol/values.js'
 import type { Model, ModelMessage, ModelRequest } from './model.js'
 import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
-import { argumentValidator, describeErrors } from './schema.js'
 import { Session } from './session.js'
-import { renderToolValue, ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
+import { refusalOf, renderToolValue, ToolError, toolSchema, ToolScope, unknownTool, valueTooDeep, type ToolExecution, type ToolSource } from './tools.js'
 import type { Agent, AgentOptions, AgentView } from './view.js'
 
 export { messageOf }
@@ -261,7 +260,7 @@ export class AgentRuntime implements Agent {
     let result: ToolResult
     const tool = this.tools.resolve(call.name)
     if (!tool) {
-      result = errorResult('UNKNOWN_TOOL', `unknown tool "${call.name}"`)
+      result = failure(unknownTool(call.name))
     } else {
       let parsed = true
       try {
@@ -269,20 +268,17 @@ export class AgentRuntime implements Agent {
       } catch {
         parsed = false
       }
-      const validate = argumentValidator(tool.parameters)
-      if (!parsed) result = errorResult('INVALID_ARGS', `arguments for "${call.name}" are not valid JSON`)
-      else if (!validate(args)) result = errorResult('INVALID_ARGS', `invalid arguments for "${call.name}": ${describeErrors(validate)}`)
-      else if (tool.needsApproval && this.#env.delegated) {
-        result = errorResult('DENIED', `tool "${call.name}" needs approval, which a delegated subagent cannot ask for; report that it could not be run`)
+      const refusal = parsed ? refusalOf(tool, args, this.#env.delegated) : new ToolError(`arguments for "${call.name}" are not valid JSON`, 'INVALID_ARGS')
+      if (refusal) {
+        result = failure(refusal)
       } else {
         try {
-          const { content, value } = renderToolValue(tool, await tool.execute(args as Record<string, unknown>, execution))
-          result = { isError: false, content, ...keepable(value) }
+          const value = await tool.execute(args as Record<string, unknown>, execution)
+          if (!withinDepth(value)) throw valueTooDeep(call.name)
+          const rendered = renderToolValue(tool, value)
+          result = { isError: false, content: rendered.content, ...keepable(rendered.value) }
         } catch (error) {
-          result =
-            error instanceof ToolError
-              ? errorResult(error.code, error.message)
-              : errorResult('FAILED', `tool "${call.name}" failed: ${messageOf(error)}`)
+          result = error instanceof ToolError ? failure(error) : errorResult('FAILED', `tool "${call.name}" failed: ${messageOf(error)}`)
         }
       }
     }
@@ -326,6 +322,10 @@ function errorResult(code: ToolErrorCode, text: string): ToolResult {
   return { isError: true, code, content: [{ type: 'text', text }] }
 }
 
+function failure(error: ToolError): ToolResult {
+  return errorResult(error.code, error.message)
+}
+
 const ERROR_CODES = new Set<unknown>(['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'])
 
 /** A hook's result is recorded and may cross a thread, so it must be plain, known data. */
@@ -337,6 +337,7 @@ function checkHookResult(result: ToolResult): ToolResult {
     throw new TypeError('its result content must be content blocks ({ type: "text", text })')
   }
   if (result.code !== undefined && !ERROR_CODES.has(result.code)) throw new TypeError(`its result code ${JSON.stringify(result.code)} is not a tool error code`)
+  if (!withinDepth(result.value)) throw new TypeError(`its result value is nested deeper than ${MAX_VALUE_DEPTH} levels`)
   const checked: ToolResult = { isError: result.isError, content: result.content.map((block) => ({ ...block })) }
   if (result.code !== undefined) checked.code = result.code
   return { ...checked, ...keepable(result.value) }

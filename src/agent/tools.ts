@@ -4,11 +4,13 @@
  * global ones of the same name). `restrict` narrows the global layer; guards are monotonic:
  * once added they stay, and their denial outranks every hook.
  */
+import type { ToolFilter } from '../protocol/child.js'
 import type { ContentBlock } from '../protocol/content.js'
-import type { ToolFilter } from '../protocol/lifecycle.js'
+import type { ToolErrorCode } from '../protocol/session.js'
+import { MAX_VALUE_DEPTH, withinDepth } from '../protocol/values.js'
 import type { AgentView } from './view.js'
 import type { ToolSchema } from './model.js'
-import { checkSchemaSubset } from './schema.js'
+import { argumentValidator, checkSchemaSubset, describeErrors } from './schema.js'
 
 export interface ToolExecution {
   /** The calling agent (for a host tool called by a worker child: the host's view of it). */
@@ -54,7 +56,7 @@ export function defineTool<Args = Record<string, unknown>>(definition: ToolDefin
 }
 
 export function toolSchema(tool: ToolDefinition): ToolSchema {
-  return { name: tool.name, description: tool.description, parameters: tool.parameters }
+  return { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> }
 }
 
 /**
@@ -63,12 +65,37 @@ export function toolSchema(tool: ToolDefinition): ToolSchema {
  */
 export class ToolError extends Error {
   override name = 'ToolError'
-  readonly code: 'FAILED' | 'DENIED'
+  readonly code: ToolErrorCode
 
-  constructor(message: string, code: 'FAILED' | 'DENIED' = 'FAILED') {
+  constructor(message: string, code: ToolErrorCode = 'FAILED') {
     super(message)
     this.code = code
   }
+}
+
+/** The refusal of a call to a tool the agent cannot see (unknown, or filtered out). */
+export function unknownTool(name: string): ToolError {
+  return new ToolError(`unknown tool "${name}"`, 'UNKNOWN_TOOL')
+}
+
+/**
+ * Why a call of `tool` with these parsed arguments must not run, as the model will read it; or
+ * undefined when it may run. The loop asks before running a tool, and the host asks again before
+ * running a host tool for a child on another thread, so both refuse alike.
+ */
+export function refusalOf(tool: ToolDefinition, args: unknown, delegated: boolean): ToolError | undefined {
+  if (!withinDepth(args)) return new ToolError(`arguments for "${tool.name}" are nested deeper than ${MAX_VALUE_DEPTH} levels`, 'INVALID_ARGS')
+  const validate = argumentValidator(tool.parameters)
+  if (!validate(args)) return new ToolError(`invalid arguments for "${tool.name}": ${describeErrors(validate)}`, 'INVALID_ARGS')
+  if (tool.needsApproval && delegated) {
+    return new ToolError(`tool "${tool.name}" needs approval, which a delegated subagent cannot ask for; report that it could not be run`, 'DENIED')
+  }
+  return undefined
+}
+
+/** A tool value too deep to be recorded or to cross a boundary. */
+export function valueTooDeep(name: string): ToolError {
+  return new ToolError(`tool "${name}" returned a value nested deeper than ${MAX_VALUE_DEPTH} levels, which cannot be recorded`)
 }
 
 /** A value whose text was already rendered elsewhere (a host tool called from a worker thread). */

@@ -1,5 +1,5 @@
 import type { ContentBlock } from '../protocol/content.js'
-import type { AgentOptions } from '../protocol/lifecycle.js'
+import type { AgentOptions } from '../protocol/child.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 
 export type { AgentOptions }

@@ -3,7 +3,7 @@
  * until its child settles, and is always disposed; its outcome is kept for `job_output`.
  */
 import { textOf } from '../protocol/content.js'
-import { messageOf } from '../protocol/lifecycle.js'
+import { messageOf } from '../protocol/values.js'
 import type { SubagentRun } from './types.js'
 
 export type JobStatus = 'running' | 'completed' | 'failed' | 'killed'

@@ -9,7 +9,7 @@ import { checkSchemaSubset } from '../agent/schema.js'
 import { checkToolFilter, type ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
-import { isAnySessionEvent } from '../protocol/validators.js'
+import { isSessionEvent } from '../protocol/validators.js'
 import { checkMaxDepth, childDepthOf } from './depth.js'
 import { checkAgentOptions } from './options.js'
 import type { Lifecycle } from './lifecycle.js'
@@ -171,7 +171,7 @@ function forkSeed(parent: AgentView): SessionEvent[] {
   }
   const seed = events.slice(0, end + 1)
   for (const [index, event] of seed.entries()) {
-    if (!isAnySessionEvent(event)) throw new TypeError(`parent session event ${index} is malformed: it needs a numeric seq and a string type`)
+    if (!isSessionEvent(event)) throw new TypeError(`parent session event ${index} is malformed: it needs a numeric seq and a string type`)
   }
   try {
     return structuredClone(seed)

@@ -7,7 +7,7 @@
 import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../agent/tools.js'
 import type { AgentOptions } from '../agent/view.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
-import { messageOf } from '../protocol/lifecycle.js'
+import { messageOf } from '../protocol/values.js'
 import { isNonNegativeSafeInteger } from './options.js'
 import type { Host } from './host.js'
 import type { SubagentProvider, SubagentResult, SubagentStartRequest } from './types.js'

@@ -1,25 +1,22 @@
 /** Content blocks: what messages and tool results are made of. Plain data, safe to clone. */
-import { union, variant } from './schema.js'
+import { ref, string, union, variant, type Wire } from './schema.js'
+import { share } from './validate.js'
 
-export interface TextBlock {
-  type: 'text'
-  text: string
-}
+export const ContentBlock = {
+  $id: 'urn:subagent-worker:content-block',
+  ...union([
+    variant('text', { text: string }),
+    /** A tool call as the model made it; `arguments` is its raw JSON text, kept verbatim because it may be cut off. */
+    variant('tool-call', { id: string, name: string, arguments: string }),
+  ]),
+} as const
+share(ContentBlock)
+export type ContentBlockSchema = typeof ContentBlock
+export type ContentBlock = Wire<ContentBlockSchema>
+export type TextBlock = Extract<ContentBlock, { type: 'text' }>
+export type ToolCallBlock = Extract<ContentBlock, { type: 'tool-call' }>
 
-export interface ToolCallBlock {
-  type: 'tool-call'
-  id: string
-  name: string
-  /** The model's raw argument text (JSON); kept verbatim because it may be cut off. */
-  arguments: string
-}
-
-export type ContentBlock = TextBlock | ToolCallBlock
-
-export const contentBlockSchema = union('subagent-worker/content-block', [
-  variant('text', { text: { type: 'string' } }),
-  variant('tool-call', { id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } }),
-])
+export const contentBlocks = { type: 'array', items: ref(ContentBlock.$id) } as const
 
 export function textOf(blocks: readonly ContentBlock[]): string {
   let text = ''

@@ -1,34 +1,89 @@
 /**
- * A small RPC for calls a child makes into the host (host-placed models and tools): request ids,
- * streamed chunks before the result, an abort message that becomes a local AbortSignal on the
- * far side, plain-object errors, and every pending call rejected when the channel closes. It
- * knows nothing of threads: each side gives it a `post` function and feeds it received messages.
+ * The typed RPC for calls a child makes into the host (host-placed models and tools). One method
+ * map, shared by caller and server: each method's payload and result schema give both ends their
+ * types, and the server checks every payload before a handler sees it (the host trusts nothing
+ * the runner sends). Calls are addressed by child and numbered per child; a model call streams
+ * its chunks (consecutive text deltas merged) before its result; an abort crosses as a reason
+ * and becomes an aborted signal on the far side; every pending call rejects when the channel
+ * closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
  */
-import type { ChildMessage, HostMessage, RpcTarget } from './lifecycle.js'
-import { cloneableReason, fromWireError, toWireError } from './lifecycle.js'
-import type { StreamChunk } from './stream.js'
+import { fromWireError, toWireError, WireError } from './error.js'
+import { ModelRequestData } from './model.js'
+import type { Sink } from './outbox.js'
+import { anything, boolean, closed, object, ref, string, variant, type JSONSchema, type Wire } from './schema.js'
+import { StreamChunk } from './stream.js'
+import { ProtocolError, validatorOf, type Validator } from './validate.js'
+import { cloneableReason } from './values.js'
 
-type CallMessage = Extract<ChildMessage, { type: 'rpc/call' | 'rpc/abort' }>
-type ReplyMessage = Extract<HostMessage, { type: 'rpc/chunk' | 'rpc/result' | 'rpc/error' }>
+export const ModelCall = closed({ provider: string, request: ModelRequestData })
+export type ModelCall = Wire<typeof ModelCall>
+export const ToolCall = closed({ name: string, callId: string, args: object })
+export type ToolCall = Wire<typeof ToolCall>
+export const ToolReply = closed({ text: string, concluded: boolean, value: anything }, ['value'])
+export type ToolReply = Wire<typeof ToolReply>
 
-interface Pending {
-  resolve(value: unknown): void
-  reject(error: unknown): void
-  onChunk?: (chunk: StreamChunk) => void
+/** The method map: each method's payload and result, as types (here) and as schemas (RPC_METHODS). */
+export interface RpcMethods {
+  /** Streams a host-placed model: chunks while it runs, then `null`. */
+  model: { payload: ModelCall; result: null }
+  /** Runs a host-placed tool: its rendered text, its value, and whether it concluded the turn. */
+  tool: { payload: ToolCall; result: ToolReply }
+}
+export type RpcMethod = keyof RpcMethods
+export type RpcPayload<M extends RpcMethod> = RpcMethods[M]['payload']
+export type RpcResult<M extends RpcMethod> = RpcMethods[M]['result']
+
+const RPC_METHODS = {
+  model: { payload: ModelCall, result: { type: 'null' } },
+  tool: { payload: ToolCall, result: ToolReply },
+} as const satisfies { [M in RpcMethod]: { payload: JSONSchema; result: JSONSchema } }
+
+const child = { type: 'string', minLength: 1 } as const
+const call = { type: 'integer', minimum: 1 } as const
+const method = { enum: ['model', 'tool'] } as const satisfies { enum: readonly RpcMethod[] }
+
+/** Runner → host. */
+export const RpcCall = variant('rpc/call', { child, call, method, payload: anything })
+export const RpcCancel = variant('rpc/cancel', { child, call, reason: anything }, ['reason'])
+export type RpcCall = Wire<typeof RpcCall>
+export type RpcCancel = Wire<typeof RpcCancel>
+
+/** Host → runner. */
+export const RpcChunks = variant('rpc/chunks', { child, call, chunks: { type: 'array', minItems: 1, items: ref(StreamChunk.$id) } })
+export const RpcReturn = variant('rpc/result', { child, call, value: anything }, ['value'])
+export const RpcFailure = variant('rpc/error', { child, call, error: WireError })
+export type RpcReply = Wire<typeof RpcChunks> | Wire<typeof RpcReturn> | Wire<typeof RpcFailure>
+
+const payloadIs: { [M in RpcMethod]: Validator<RpcPayload<M>> } = {
+  model: validatorOf<ModelCall>(RPC_METHODS.model.payload),
+  tool: validatorOf<ToolCall>(RPC_METHODS.tool.payload),
+}
+const resultIs: { [M in RpcMethod]: Validator<RpcResult<M>> } = {
+  model: validatorOf<null>(RPC_METHODS.model.result),
+  tool: validatorOf<ToolReply>(RPC_METHODS.tool.result),
 }
 
-/** The calling side. */
+interface Pending {
+  method: RpcMethod
+  resolve(value: unknown): void
+  reject(error: unknown): void
+  onChunk: ((chunk: StreamChunk) => void) | undefined
+}
+
+/** The calling side, one per child. */
 export class RpcClient {
-  readonly #post: (message: CallMessage) => void
+  readonly #child: string
+  readonly #sink: Sink<RpcCall | RpcCancel>
   readonly #pending = new Map<number, Pending>()
   #nextId = 1
   #closed: Error | undefined
 
-  constructor(post: (message: CallMessage) => void) {
-    this.#post = post
+  constructor(child: string, sink: Sink<RpcCall | RpcCancel>) {
+    this.#child = child
+    this.#sink = sink
   }
 
-  call(target: RpcTarget, name: string, payload: unknown, options: { signal?: AbortSignal; onChunk?: (chunk: StreamChunk) => void } = {}): Promise<unknown> {
+  call<M extends RpcMethod>(method: M, payload: RpcPayload<M>, options: { signal?: AbortSignal; onChunk?: (chunk: StreamChunk) => void } = {}): Promise<RpcResult<M>> {
     if (this.#closed) return Promise.reject(this.#closed)
     const { signal, onChunk } = options
     if (signal?.aborted) return Promise.reject(signal.reason)
@@ -36,30 +91,31 @@ export class RpcClient {
     return new Promise((resolve, reject) => {
       const onAbort = () => {
         if (!this.#pending.delete(id)) return
-        this.#post({ type: 'rpc/abort', id, reason: cloneableReason(signal!.reason) })
+        this.#sink.push({ type: 'rpc/cancel', child: this.#child, call: id, reason: cloneableReason(signal!.reason) })
         reject(signal!.reason)
       }
       const settle = <T>(fn: (value: T) => void) => (value: T) => {
         signal?.removeEventListener('abort', onAbort)
         fn(value)
       }
-      // Registered only once posted: a call that could not be sent must not wait for a reply.
-      this.#post({ type: 'rpc/call', id, target, name, payload })
-      if (this.#closed) return reject(this.#closed) // closed while posting
-      this.#pending.set(id, { resolve: settle(resolve), reject: settle(reject), ...(onChunk ? { onChunk } : {}) })
+      this.#pending.set(id, { method, resolve: settle(resolve as (value: unknown) => void), reject: settle(reject), onChunk })
       signal?.addEventListener('abort', onAbort, { once: true })
+      this.#sink.push({ type: 'rpc/call', child: this.#child, call: id, method, payload })
     })
   }
 
   /** Feeds a reply; replies for calls no longer pending (aborted) are dropped. */
-  receive(message: ReplyMessage): void {
-    const pending = this.#pending.get(message.id)
+  receive(reply: RpcReply): void {
+    const pending = this.#pending.get(reply.call)
     if (!pending) return
-    if (message.type !== 'rpc/error') for (const chunk of message.chunks ?? []) pending.onChunk?.(chunk)
-    if (message.type === 'rpc/chunk') return
-    this.#pending.delete(message.id)
-    if (message.type === 'rpc/result') pending.resolve(message.value)
-    else pending.reject(fromWireError(message.error))
+    if (reply.type === 'rpc/chunks') {
+      for (const chunk of reply.chunks) pending.onChunk?.(chunk)
+      return
+    }
+    this.#pending.delete(reply.call)
+    if (reply.type === 'rpc/error') pending.reject(fromWireError(reply.error))
+    else if (resultIs[pending.method](reply.value ?? null)) pending.resolve(reply.value ?? null)
+    else pending.reject(new ProtocolError(`the host sent a malformed result for a "${pending.method}" call`))
   }
 
   /** Rejects every pending call and every later one. */
@@ -70,84 +126,82 @@ export class RpcClient {
   }
 }
 
-export type RpcHandler = (
-  target: RpcTarget,
-  name: string,
-  payload: unknown,
-  context: { signal: AbortSignal; emit(chunk: StreamChunk): void },
-) => Promise<unknown>
+export interface CallContext {
+  signal: AbortSignal
+  /** Streams a chunk back (model calls); consecutive text deltas cross as one. */
+  emit(chunk: StreamChunk): void
+}
+
+export type RpcHandlers = { [M in RpcMethod]: (payload: RpcPayload<M>, context: CallContext) => Promise<RpcResult<M>> }
 
 interface ActiveCall {
   controller: AbortController
-  /** Chunks emitted since the last send: a fast stream crosses in a few messages, not one a chunk. */
-  chunks: StreamChunk[]
-  flushing: boolean
+  /** The chunks message queued in the sink's current epoch, still open for more chunks. */
+  open: { chunks: StreamChunk[]; epoch: number } | undefined
 }
 
-/** The serving side: runs each call with its own AbortController. */
+/** The serving side, one per child: checks each payload, then runs its handler with its own AbortController. */
 export class RpcServer {
-  readonly #post: (message: ReplyMessage) => void
-  readonly #handler: RpcHandler
+  readonly #child: string
+  readonly #sink: Sink<RpcReply>
+  readonly #handlers: RpcHandlers
   readonly #active = new Map<number, ActiveCall>()
 
-  constructor(post: (message: ReplyMessage) => void, handler: RpcHandler) {
-    this.#post = post
-    this.#handler = handler
+  constructor(child: string, sink: Sink<RpcReply>, handlers: RpcHandlers) {
+    this.#child = child
+    this.#sink = sink
+    this.#handlers = handlers
   }
 
-  receive(message: CallMessage): void {
-    if (message.type === 'rpc/abort') {
-      this.#active.get(message.id)?.controller.abort(message.reason)
+  receive(message: RpcCall | RpcCancel): void {
+    if (message.type === 'rpc/cancel') {
+      this.#active.get(message.call)?.controller.abort(message.reason)
       return
     }
-    const { id, target, name, payload } = message
-    const call: ActiveCall = { controller: new AbortController(), chunks: [], flushing: false }
-    this.#active.set(id, call)
-    const emit = (chunk: StreamChunk) => {
-      if (this.#active.get(id) !== call) return
-      call.chunks.push(chunk)
-      if (call.flushing) return
-      call.flushing = true
-      setImmediate(() => {
-        call.flushing = false
-        if (this.#active.get(id) === call && call.chunks.length > 0) this.#post({ type: 'rpc/chunk', id, chunks: this.#take(call) })
-      })
+    const id = message.call
+    if (this.#active.has(id)) return this.#fail(id, new ProtocolError(`rpc call ${id} is already running`))
+    const check = payloadIs[message.method]
+    if (!check(message.payload)) {
+      return this.#fail(id, new ProtocolError(`invalid payload for rpc method "${message.method}": ${check.explain(message.payload, 'payload')}`))
     }
-    this.#handler(target, name, payload, { signal: call.controller.signal, emit }).then(
-      (value) => {
-        const chunks = this.#take(call)
-        this.#reply(id, call, { type: 'rpc/result', id, ...(value === undefined ? {} : { value }), ...(chunks.length > 0 ? { chunks } : {}) })
-      },
-      (error) => {
-        const chunks = this.#take(call)
-        if (chunks.length > 0 && this.#active.get(id) === call) this.#post({ type: 'rpc/chunk', id, chunks })
-        this.#reply(id, call, { type: 'rpc/error', id, error: toWireError(error) })
-      },
+    const active: ActiveCall = { controller: new AbortController(), open: undefined }
+    this.#active.set(id, active)
+    const context: CallContext = { signal: active.controller.signal, emit: (chunk) => this.#emit(id, active, chunk) }
+    const handler = this.#handlers[message.method] as (payload: unknown, context: CallContext) => Promise<unknown>
+    handler(message.payload, context).then(
+      (value) => this.#reply(id, active, { type: 'rpc/result', child: this.#child, call: id, ...(value === null ? {} : { value }) }),
+      (error: unknown) => this.#reply(id, active, { type: 'rpc/error', child: this.#child, call: id, error: toWireError(error) }),
     )
-  }
-
-  #take(call: ActiveCall): StreamChunk[] {
-    const chunks = call.chunks
-    call.chunks = []
-    return chunks
-  }
-
-  #reply(id: number, call: ActiveCall, message: ReplyMessage): void {
-    if (this.#active.get(id) !== call) return
-    this.#active.delete(id)
-    if (call.controller.signal.aborted) return
-    try {
-      this.#post(message)
-    } catch (error) {
-      // An uncloneable value must fail the call, not vanish; the chunks it carried still count.
-      if (message.type === 'rpc/result' && message.chunks) this.#post({ type: 'rpc/chunk', id, chunks: message.chunks })
-      this.#post({ type: 'rpc/error', id, error: toWireError(error) })
-    }
   }
 
   /** Aborts every call still running (the far side is gone). */
   close(reason: unknown): void {
     for (const { controller } of this.#active.values()) controller.abort(reason)
     this.#active.clear()
+  }
+
+  #emit(id: number, active: ActiveCall, chunk: StreamChunk): void {
+    if (this.#active.get(id) !== active || active.controller.signal.aborted) return
+    const open = active.open?.epoch === this.#sink.epoch ? active.open : undefined
+    const last = open?.chunks.at(-1)
+    if (last?.type === 'text-delta' && chunk.type === 'text-delta') {
+      last.text += chunk.text
+    } else if (open) {
+      open.chunks.push({ ...chunk })
+    } else {
+      const chunks = [{ ...chunk }]
+      active.open = { chunks, epoch: this.#sink.epoch }
+      this.#sink.push({ type: 'rpc/chunks', child: this.#child, call: id, chunks })
+    }
+  }
+
+  #reply(id: number, active: ActiveCall, reply: RpcReply): void {
+    if (this.#active.get(id) !== active) return
+    this.#active.delete(id)
+    if (!active.controller.signal.aborted) this.#sink.push(reply)
+  }
+
+  #fail(id: number, error: Error): void {
+    this.#sink.push({ type: 'rpc/error', child: this.#child, call: id, error: toWireError(error) })
   }
 }

@@ -2,62 +2,80 @@
  * Sessions: a header and an append-only list of events. The host keeps a mirror of every child's
  * session (built from streamed events), so these shapes are what crosses the thread boundary.
  */
-import type { ContentBlock } from './content.js'
-import { closed, union } from './schema.js'
+import { contentBlocks } from './content.js'
+import { anything, boolean, closed, count, number, string, union, variant, type JSONSchema, type Wire } from './schema.js'
+import { share } from './validate.js'
 
-export interface SessionHeader {
-  id: string
-  createdAt: string
-  parentSession?: string
-  origin?: 'subagent'
-  /** Durable delegation depth: authoritative over runtime options, survives persistence. */
-  delegationDepth?: number
-  /** Number of leading events copied from the parent by a fork. */
-  seedLength?: number
-  cwd?: string
-}
+export const SessionHeader = closed(
+  {
+    id: { type: 'string', minLength: 1 },
+    createdAt: string,
+    parentSession: string,
+    origin: { const: 'subagent' },
+    /** Durable delegation depth: authoritative over runtime options, survives persistence. */
+    delegationDepth: count,
+    /** Number of leading events copied from the parent by a fork. */
+    seedLength: count,
+    cwd: string,
+  },
+  ['parentSession', 'origin', 'delegationDepth', 'seedLength', 'cwd'],
+)
+export type SessionHeader = Wire<typeof SessionHeader>
 
-export interface Usage {
-  inputTokens: number
-  outputTokens: number
-}
+export const Usage = closed({ inputTokens: number, outputTokens: number })
+export type Usage = Wire<typeof Usage>
 
-export type TurnEndReason =
-  | { kind: 'completed' }
-  | { kind: 'max-tokens' }
-  | { kind: 'blocked'; message: string }
-  | { kind: 'aborted'; reason: unknown }
-  | { kind: 'error'; message: string }
+export const TurnEndReason = union(
+  [
+    closed({ kind: { const: 'completed' } }),
+    closed({ kind: { const: 'max-tokens' } }),
+    closed({ kind: { const: 'blocked' }, message: string }),
+    closed({ kind: { const: 'aborted' }, reason: anything }, ['reason']),
+    closed({ kind: { const: 'error' }, message: string }),
+  ],
+  'kind',
+)
+export type TurnEndReason = Wire<typeof TurnEndReason>
 
-export interface ToolResultData {
-  callId: string
-  name: string
-  isError: boolean
-  code?: ToolErrorCode
-  content: ContentBlock[]
-  value?: unknown
-}
+export const ToolErrorCode = { enum: ['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'] } as const
+export type ToolErrorCode = Wire<typeof ToolErrorCode>
 
-export type ToolErrorCode = 'UNKNOWN_TOOL' | 'INVALID_ARGS' | 'FAILED' | 'DENIED' | 'ABORTED'
+export const ToolResultData = closed(
+  { callId: string, name: string, isError: boolean, code: ToolErrorCode, content: contentBlocks, value: anything },
+  ['code', 'value'],
+)
+export type ToolResultData = Wire<typeof ToolResultData>
 
-export interface SessionEventMap {
-  'turn/start': Record<string, never>
-  'user/message': { content: ContentBlock[]; source: { kind: string } }
-  'assistant/chunk': { chunk: { type: 'text-delta'; text: string } }
-  'assistant/message': { content: ContentBlock[]; usage?: Usage }
-  'tool/result': ToolResultData
-  'subagent/descriptor': { mode: 'one-shot'; provider: string; label?: string }
-  'turn/end': { reason: TurnEndReason }
-}
+const event = <const T extends string, const D extends JSONSchema>(type: T, data: D) => variant(type, { seq: count, data })
 
+/** A known event, data checked per type: what a child may stream back. */
+export const KnownSessionEvent = {
+  $id: 'urn:subagent-worker:session-event',
+  ...union([
+    event('turn/start', closed({})),
+    event('user/message', closed({ content: contentBlocks, source: { type: 'object', properties: { kind: string }, required: ['kind'] } })),
+    event('assistant/chunk', closed({ chunk: closed({ type: { const: 'text-delta' }, text: string }) })),
+    event('assistant/message', closed({ content: contentBlocks, usage: Usage }, ['usage'])),
+    event('tool/result', ToolResultData),
+    event('subagent/descriptor', closed({ mode: { const: 'one-shot' }, provider: string, label: string }, ['label'])),
+    event('turn/end', closed({ reason: TurnEndReason })),
+  ]),
+} as const
+share(KnownSessionEvent)
+export type KnownSessionEventSchema = typeof KnownSessionEvent
+export type KnownSessionEvent = Wire<KnownSessionEventSchema>
+
+export type SessionEventMap = { [E in KnownSessionEvent as E['type']]: E['data'] }
 export type SessionEventType = keyof SessionEventMap
 
-/** Any event; foreign parents may carry types this library does not know. */
-export interface SessionEvent {
+/** Any event at all, discriminated by `type`: foreign parents may carry types this library does not know. */
+export type SessionEvent = {
   seq: number
   type: string
   data: unknown
 }
+/** What a foreign parent's event must have to be forked: a numeric seq and a string type. */
+export const SessionEvent = { type: 'object', properties: { seq: number, type: string }, required: ['seq', 'type'] } as const
 
 export interface EventOf<T extends SessionEventType> extends SessionEvent {
   type: T
@@ -67,68 +85,3 @@ export interface EventOf<T extends SessionEventType> extends SessionEvent {
 export function isEvent<T extends SessionEventType>(event: SessionEvent, type: T): event is EventOf<T> {
   return event.type === type
 }
-
-const content = { type: 'array', items: { $ref: 'content-block' } } as const
-
-function eventSchema(type: SessionEventType, data: object): object {
-  return closed({ seq: { type: 'integer', minimum: 0 }, type: { const: type }, data })
-}
-
-export const sessionHeaderSchema = {
-  $id: 'subagent-worker/session-header',
-  ...closed(
-    {
-      id: { type: 'string', minLength: 1 },
-      createdAt: { type: 'string' },
-      parentSession: { type: 'string' },
-      origin: { const: 'subagent' },
-      delegationDepth: { type: 'integer', minimum: 0 },
-      seedLength: { type: 'integer', minimum: 0 },
-      cwd: { type: 'string' },
-    },
-    ['parentSession', 'origin', 'delegationDepth', 'seedLength', 'cwd'],
-  ),
-}
-
-/** A known event, data checked per type. */
-export const sessionEventSchema = union('subagent-worker/session-event', [
-  eventSchema('turn/start', closed({})),
-  eventSchema(
-    'user/message',
-    closed({ content, source: { type: 'object', properties: { kind: { type: 'string' } }, required: ['kind'] } }),
-  ),
-  eventSchema('assistant/chunk', closed({ chunk: closed({ type: { const: 'text-delta' }, text: { type: 'string' } }) })),
-  eventSchema(
-    'assistant/message',
-    closed({ content, usage: closed({ inputTokens: { type: 'number' }, outputTokens: { type: 'number' } }) }, ['usage']),
-  ),
-  eventSchema(
-    'tool/result',
-    closed(
-      {
-        callId: { type: 'string' },
-        name: { type: 'string' },
-        isError: { type: 'boolean' },
-        code: { enum: ['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'] },
-        content,
-        value: {},
-      },
-      ['code', 'value'],
-    ),
-  ),
-  eventSchema('subagent/descriptor', closed({ mode: { const: 'one-shot' }, provider: { type: 'string' }, label: { type: 'string' } }, ['label'])),
-  eventSchema(
-    'turn/end',
-    closed({
-      reason: closed({ kind: { enum: ['completed', 'max-tokens', 'blocked', 'aborted', 'error'] }, reason: {}, message: { type: 'string' } }, ['reason', 'message']),
-    }),
-  ),
-])
-
-/** Any event at all: the shape a foreign parent's seed must have. */
-export const anySessionEventSchema = {
-  $id: 'subagent-worker/any-session-event',
-  type: 'object',
-  properties: { seq: { type: 'number' }, type: { type: 'string' }, data: {} },
-  required: ['seq', 'type'],
-} as const

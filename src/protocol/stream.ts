@@ -1,17 +1,20 @@
 /** Stream chunks: what a model emits for one request. They cross threads for host-placed models. */
-import { union, variant } from './schema.js'
+import { string, union, variant, type Wire } from './schema.js'
+import { share } from './validate.js'
 
-export type FinishReason = 'stop' | 'tool-calls' | 'max-tokens' | 'refusal'
+const tokens = { type: 'number', minimum: 0 } as const
+export const FinishReason = { enum: ['stop', 'tool-calls', 'max-tokens', 'refusal'] } as const
+export type FinishReason = Wire<typeof FinishReason>
 
-export type StreamChunk =
-  | { type: 'text-delta'; text: string }
-  | { type: 'tool-call'; id: string; name: string; arguments: string }
-  | { type: 'usage'; inputTokens: number; outputTokens: number }
-  | { type: 'finish'; reason: FinishReason }
-
-export const streamChunkSchema = union('subagent-worker/stream-chunk', [
-  variant('text-delta', { text: { type: 'string' } }),
-  variant('tool-call', { id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } }),
-  variant('usage', { inputTokens: { type: 'number', minimum: 0 }, outputTokens: { type: 'number', minimum: 0 } }),
-  variant('finish', { reason: { enum: ['stop', 'tool-calls', 'max-tokens', 'refusal'] } }),
-])
+export const StreamChunk = {
+  $id: 'urn:subagent-worker:stream-chunk',
+  ...union([
+    variant('text-delta', { text: string }),
+    variant('tool-call', { id: string, name: string, arguments: string }),
+    variant('usage', { inputTokens: tokens, outputTokens: tokens }),
+    variant('finish', { reason: FinishReason }),
+  ]),
+} as const
+share(StreamChunk)
+export type StreamChunkSchema = typeof StreamChunk
+export type StreamChunk = Wire<StreamChunkSchema>

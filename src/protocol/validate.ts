@@ -1,25 +1,18 @@
 /**
- * Compiled validators for everything that crosses a boundary. One Ajv instance; each schema is
- * compiled once, on first use, and reused for every message after that.
+ * Compiled validators for everything that crosses a boundary. One Ajv instance; each validator is
+ * compiled on first use, then reused. A shape used in many places is shared: registered once by
+ * its `$id` (by the module that defines it), compiled once, and referenced from the others.
  */
 import { Ajv, type ValidateFunction } from 'ajv'
-import { contentBlockSchema } from './content.js'
-import { childMessageSchema, createRequestSchema, hostMessageSchema } from './lifecycle.js'
-import { anySessionEventSchema, sessionEventSchema, sessionHeaderSchema } from './session.js'
-import { streamChunkSchema } from './stream.js'
+import type { JSONSchema, Wire } from './schema.js'
 
-// strictRequired is off: a discriminated oneOf lists "type" as required at its root by design.
+// strictRequired is off: a discriminated oneOf lists its tag as required at its root by design.
 const ajv = new Ajv({ discriminator: true, allErrors: false, strict: true, strictRequired: false })
-ajv.addSchema([
-  contentBlockSchema,
-  sessionHeaderSchema,
-  sessionEventSchema,
-  anySessionEventSchema,
-  streamChunkSchema,
-  createRequestSchema,
-  hostMessageSchema,
-  childMessageSchema,
-])
+
+/** Registers shapes with an `$id` so that others can `ref` them. */
+export function share(...schemas: Array<{ $id: string }>): void {
+  ajv.addSchema(schemas)
+}
 
 export class ProtocolError extends Error {
   override name = 'ProtocolError'
@@ -30,17 +23,27 @@ export interface Validator<T> {
   (value: unknown): value is T
   /** Throws a ProtocolError naming `what` and the first violation. */
   assert(value: unknown, what: string): asserts value is T
+  /** The first violation, in words. */
+  explain(value: unknown, what: string): string
 }
 
-/** Wraps a schema (registered or not) in a lazily compiled, cached validator. */
-export function validator<T>(schema: object | string): Validator<T> {
+/** A lazily compiled, cached validator for a wire shape, typed by it. */
+export function validator<const S extends JSONSchema>(schema: S): Validator<Wire<S>> {
+  return validatorOf<Wire<S>>(schema as object)
+}
+
+/** The same, for a shape whose type is declared by hand (an open one, such as a foreign event). */
+export function validatorOf<T>(schema: object): Validator<T> {
   let compiled: ValidateFunction | undefined
-  const compile = (): ValidateFunction =>
-    (compiled ??= typeof schema === 'string' ? ajv.getSchema(schema)! : ajv.compile(schema))
+  const id = (schema as { $id?: unknown }).$id
+  const compile = (): ValidateFunction => (compiled ??= (typeof id === 'string' && ajv.getSchema(id)) || ajv.compile(schema))
   const check = ((value: unknown) => compile()(value)) as Validator<T>
-  check.assert = (value, what) => {
+  check.explain = (value, what) => {
     const validate = compile()
-    if (!validate(value)) throw new ProtocolError(`invalid ${what}: ${ajv.errorsText(validate.errors, { dataVar: what })}`)
+    return validate(value) ? 'no violation' : ajv.errorsText(validate.errors, { dataVar: what })
+  }
+  check.assert = (value, what) => {
+    if (!compile()(value)) throw new ProtocolError(`invalid ${what}: ${check.explain(value, what)}`)
   }
   return check
 }

@@ -1,15 +1,17 @@
-import type { ContentBlock } from './content.js'
-import type { ChildMessage, CreateRequest, HostMessage } from './lifecycle.js'
-import type { SessionEvent } from './session.js'
-import type { StreamChunk } from './stream.js'
-import { validator, type Validator } from './validate.js'
+/** The validators every boundary uses, compiled once each. */
+import { ContentBlock } from './content.js'
+import { HostFrame, HostMessage, RunnerFrame, RunnerMessage } from './messages.js'
+import { KnownSessionEvent, SessionEvent } from './session.js'
+import { StreamChunk } from './stream.js'
+import { validator, validatorOf } from './validate.js'
 
-export const isContentBlock: Validator<ContentBlock> = validator('subagent-worker/content-block')
+export const isContentBlock = validator(ContentBlock)
 /** A known event with its data checked: what a child may stream back. */
-export const isSessionEvent: Validator<SessionEvent> = validator('subagent-worker/session-event')
+export const isKnownSessionEvent = validator(KnownSessionEvent)
 /** Any well-formed event: what a foreign parent's session may contain. */
-export const isAnySessionEvent: Validator<SessionEvent> = validator('subagent-worker/any-session-event')
-export const isStreamChunk: Validator<StreamChunk> = validator('subagent-worker/stream-chunk')
-export const isCreateRequest: Validator<CreateRequest> = validator('subagent-worker/create-request')
-export const isHostMessage: Validator<HostMessage> = validator('subagent-worker/host-message')
-export const isChildMessage: Validator<ChildMessage> = validator('subagent-worker/child-message')
+export const isSessionEvent = validatorOf<SessionEvent>(SessionEvent)
+export const isStreamChunk = validator(StreamChunk)
+export const isHostFrame = validator(HostFrame)
+export const isHostMessage = validator(HostMessage)
+export const isRunnerFrame = validator(RunnerFrame)
+export const isRunnerMessage = validator(RunnerMessage)

@@ -1,36 +1,39 @@
-/** The agent module's models, tools and hooks, each calling `flush` before the module's own code runs. */
+/**
+ * The agent module's models, tools and hooks, each run only once everything queued on the
+ * channel has been sent: module code runs on the runner and may take it down (exit, spin, crash),
+ * and what a child recorded before must already be on its way to the host.
+ */
 import type { Model } from '../agent/model.js'
 import type { AgentHooks, AgentModule } from '../agent/module.js'
 import type { ToolDefinition } from '../agent/tools.js'
 import type { StreamChunk } from '../protocol/stream.js'
 
-export function flushing(module: AgentModule, flush: () => void): { models: Record<string, Model>; tools: ToolDefinition[]; hooks: AgentHooks } {
+/** Runs module code after the queued messages are sent (see Outbox.afterSent). */
+export type Guard = <T>(code: () => T) => Promise<Awaited<T>>
+
+export function flushing(module: AgentModule, guard: Guard): { models: Record<string, Model>; tools: ToolDefinition[]; hooks: AgentHooks } {
   const models: Record<string, Model> = {}
-  for (const [name, model] of Object.entries(module.models ?? {})) models[name] = { stream: (request) => pulls(model.stream(request), flush) }
+  for (const [name, model] of Object.entries(module.models ?? {})) models[name] = { stream: (request) => pulls(() => model.stream(request), guard) }
   // Object.create keeps everything else of the tool (render, flags), wherever it is defined.
   const tools = (module.tools ?? []).map((tool): ToolDefinition =>
     Object.assign(Object.create(tool) as ToolDefinition, {
-      execute: (args: Record<string, unknown>, exec: Parameters<ToolDefinition['execute']>[1]) => {
-        flush()
-        return tool.execute(args, exec)
-      },
+      execute: (args: Record<string, unknown>, exec: Parameters<ToolDefinition['execute']>[1]) => guard(() => tool.execute(args, exec)),
     }),
   )
   const { beforeStep, afterTool } = module.hooks ?? {}
   const hooks: AgentHooks = {}
-  if (beforeStep) hooks.beforeStep = (agent) => (flush(), beforeStep(agent))
-  if (afterTool) hooks.afterTool = (call, result) => (flush(), afterTool(call, result))
+  if (beforeStep) hooks.beforeStep = (agent) => guard(() => beforeStep(agent))
+  if (afterTool) hooks.afterTool = (call, result) => guard(() => afterTool(call, result))
   return { models, tools, hooks }
 }
 
-/** A model's stream, flushed before each pull: the text it streamed so far survives whatever comes next. */
-async function* pulls(stream: AsyncIterable<StreamChunk>, flush: () => void): AsyncGenerator<StreamChunk> {
-  const iterator = stream[Symbol.asyncIterator]()
+/** A model's stream, each pull guarded: the text it streamed so far survives whatever comes next. */
+async function* pulls(open: () => AsyncIterable<StreamChunk>, guard: Guard): AsyncGenerator<StreamChunk> {
+  const iterator = (await guard(open))[Symbol.asyncIterator]()
   let done = false
   try {
     for (;;) {
-      flush()
-      const step = await iterator.next()
+      const step = await guard(() => iterator.next())
       if (step.done) {
         done = true
         return

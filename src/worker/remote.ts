@@ -1,11 +1,15 @@
-/** Stand-ins for host-placed models and tools: each call goes to the host over the RPC. */
+/** Stand-ins for host-placed models and tools: each call goes to the host over the typed RPC. */
 import type { Model, ModelRequest } from '../agent/model.js'
 import { RenderedValue, ToolError, type ToolDefinition } from '../agent/tools.js'
-import type { RemoteToolDescriptor } from '../protocol/lifecycle.js'
+import type { RemoteToolDescriptor } from '../protocol/child.js'
 import type { RpcClient } from '../protocol/rpc.js'
 import type { StreamChunk } from '../protocol/stream.js'
+import { ToolErrorCode } from '../protocol/session.js'
+import { validator } from '../protocol/validate.js'
 
-export function remoteModel(rpc: RpcClient, name: string): Model {
+const isToolErrorCode = validator(ToolErrorCode)
+
+export function remoteModel(rpc: RpcClient, provider: string): Model {
   return {
     async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
       const { signal, ...data } = request
@@ -13,12 +17,13 @@ export function remoteModel(rpc: RpcClient, name: string): Model {
       let wake: (() => void) | undefined
       let done = false
       let failure: { error: unknown } | undefined
-      rpc.call('model', name, data, { signal, onChunk: (chunk) => (queue.push(chunk), wake?.()) }).then(
+      const call = rpc.call('model', { provider, request: data }, { signal, onChunk: (chunk) => (queue.push(chunk), wake?.()) })
+      call.then(
         () => ((done = true), wake?.()),
         (error: unknown) => ((failure = { error }), (done = true), wake?.()),
       )
       for (;;) {
-        const chunk = queue.shift()
+        const chunk = next(queue)
         if (chunk) {
           yield chunk
         } else if (done) {
@@ -33,29 +38,29 @@ export function remoteModel(rpc: RpcClient, name: string): Model {
   }
 }
 
-/** What the host answers for a tool call: the value, its rendered text, and whether it concluded the turn. */
-export interface RemoteToolReply {
-  value?: unknown
-  text: string
-  concluded: boolean
+/** The next chunk, with every text delta queued right behind it merged in: fewer, larger chunks. */
+function next(queue: StreamChunk[]): StreamChunk | undefined {
+  const chunk = queue.shift()
+  if (chunk?.type !== 'text-delta' || queue[0]?.type !== 'text-delta') return chunk
+  let text = chunk.text
+  while (queue[0]?.type === 'text-delta') text += (queue.shift() as { text: string }).text
+  return { type: 'text-delta', text }
 }
 
 export function remoteTool(rpc: RpcClient, descriptor: RemoteToolDescriptor): ToolDefinition {
   return {
     ...descriptor,
     async execute(args, exec) {
-      let reply: RemoteToolReply
       try {
-        reply = (await rpc.call('tool', descriptor.name, { args, callId: exec.callId }, { signal: exec.signal })) as RemoteToolReply
+        const reply = await rpc.call('tool', { name: descriptor.name, callId: exec.callId, args }, { signal: exec.signal })
+        if (reply.concluded) exec.concludeTurn()
+        return new RenderedValue(reply.value, reply.text)
       } catch (error) {
-        // Keep a deliberate tool error deliberate across the boundary, exact text and code.
-        const { name, message, code } = error as { name?: string; message?: string; code?: string }
-        if (name === 'ToolError') throw new ToolError(message ?? '', code === 'DENIED' ? 'DENIED' : 'FAILED')
+        // A deliberate tool error (the tool's own, or the host's refusal) stays deliberate: exact text and code.
+        const { name, message, code } = error as { name?: string; message?: string; code?: unknown }
+        if (name === 'ToolError') throw new ToolError(message ?? '', isToolErrorCode(code) ? code : 'FAILED')
         throw error
       }
-      if (typeof reply?.text !== 'string') throw new Error(`host tool "${descriptor.name}" sent a malformed reply`)
-      if (reply.concluded) exec.concludeTurn()
-      return new RenderedValue(reply.value, reply.text)
     },
   }
 }

@@ -11,7 +11,7 @@ import {
   type ScriptEntry,
   type StreamChunk,
 } from 'subagent-worker'
-import { closeHosts, eventsOf, setup, signal, TRANSPORTS, type Fixture } from '../support/harness.js'
+import { closeHosts, eventsOf, setup, signal, streamedRuns, TRANSPORTS, type Fixture } from '../support/harness.js'
 import { childEvents, waitFor } from '../support/driver-helpers.js'
 
 afterEach(closeHosts)
@@ -130,7 +130,7 @@ describe.each(TRANSPORTS)('§3 output selection [%s]', (transport) => {
     const fx = setup(transport, [{ hangAfter: [{ type: 'text-delta', text: 'half ' }, { type: 'text-delta', text: 'done' }] }])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'go', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => eventsOf(childEvents(fx.host, run), 'assistant/chunk').length === 2, 'both streamed deltas')
+    await waitFor(() => streamedRuns(childEvents(fx.host, run)).join('') === 'half done', 'both streamed deltas')
     controller.abort()
     expect(await run.result).toEqual({ output: [{ type: 'text', text: 'half done' }], stopReason: 'aborted' })
     await run.dispose()

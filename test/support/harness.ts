@@ -43,6 +43,27 @@ export function types(events: readonly SessionEvent[]): string[] {
   return events.map((event) => event.type)
 }
 
+/**
+ * Event types with each run of consecutive `assistant/chunk` events shown once: how streamed text
+ * is split into chunks is not part of the contract (a transport may merge deltas), only its text.
+ */
+export function shape(events: readonly SessionEvent[]): string[] {
+  return types(events).filter((type, i, all) => type !== 'assistant/chunk' || all[i - 1] !== 'assistant/chunk')
+}
+
+/** The text of each run of consecutive `assistant/chunk` events, joined. */
+export function streamedRuns(events: readonly SessionEvent[]): string[] {
+  const runs: string[] = []
+  events.forEach((event, i) => {
+    if (event.type !== 'assistant/chunk') return
+    const { chunk } = event.data as { chunk: { type: string; text: string } }
+    if (chunk.type !== 'text-delta') throw new Error(`assistant/chunk ${event.seq} is not a text delta`)
+    if (events[i - 1]?.type === 'assistant/chunk') runs[runs.length - 1] += chunk.text
+    else runs.push(chunk.text)
+  })
+  return runs
+}
+
 export function eventsOf<T = unknown>(events: readonly SessionEvent[], type: string): T[] {
   return events.filter((event) => event.type === type).map((event) => event.data as T)
 }

@@ -1,72 +1,47 @@
-/** Messages crossing the boundary are validated, and a malformed one settles the run instead of crashing or hanging it. */
-import { MessageChannel } from 'node:worker_threads'
+/** The frame protocol's shapes: validators accept what the two ends send and refuse anything else. */
 import { describe, expect, it } from 'vitest'
-import { isChildMessage, isCreateRequest, isHostMessage, isSessionEvent } from '../../dist/protocol/validators.js'
-import { PROTOCOL_VERSION } from '../../dist/protocol/lifecycle.js'
-import { WorkerChild } from '../../dist/parent/worker-child.js'
-import hostChild from '../../dist/worker/entry.js'
+import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
+import { isHostFrame, isKnownSessionEvent, isRunnerFrame } from '../../dist/protocol/validators.js'
+import { MAX_VALUE_DEPTH, tryClone, withinDepth } from '../../dist/protocol/values.js'
 
 const header = { id: 'c1', createdAt: new Date(0).toISOString() }
 const spec = { id: 'c1', header, options: {}, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }
 
-describe('protocol validators', () => {
-  it('accept well-formed messages and reject unknown or malformed ones', () => {
-    expect(isHostMessage({ type: 'abort', reason: { kind: 'parent' } })).toBe(true)
-    expect(isHostMessage({ type: 'publish', prompt: [{ type: 'text', text: 'hi' }] })).toBe(true)
-    expect(isHostMessage({ type: 'launch-missiles' })).toBe(false)
-    expect(isHostMessage({ type: 'publish', prompt: 'not blocks' })).toBe(false)
-    expect(isChildMessage({ type: 'events', events: [{ seq: 0, type: 'turn/start', data: {} }] })).toBe(true)
-    expect(isChildMessage({ type: 'events', events: [{ seq: 0, type: 'turn/start', data: { extra: 1 } }] })).toBe(false)
-    expect(isChildMessage({ type: 'idle', structured: { value: { a: 1 } } })).toBe(true)
-    expect(isChildMessage({ type: 'rpc/call', id: 0, target: 'model', name: 'm', payload: {} })).toBe(false)
-    expect(isSessionEvent({ seq: 1, type: 'tool/result', data: { callId: 'a', name: 't', isError: true, code: 'NOPE', content: [] } })).toBe(false)
-    expect(isCreateRequest({ v: PROTOCOL_VERSION, type: 'create', spec, maxParallelToolCalls: 8, hostModels: [], hostTools: [] })).toBe(true)
-    expect(isCreateRequest({ v: PROTOCOL_VERSION, type: 'create', spec: { ...spec, header: { id: 1 } }, maxParallelToolCalls: 8, hostModels: [], hostTools: [] })).toBe(false)
+describe('frame validators', () => {
+  it('accept well-formed frames in both directions', () => {
+    expect(isHostFrame([{ type: 'welcome', v: PROTOCOL_VERSION, config: { maxParallelToolCalls: 8 } }, { type: 'create', child: 'c1', spec, hostModels: [], hostTools: [] }])).toBe(true)
+    expect(isHostFrame([{ type: 'abort', child: 'c1', reason: { kind: 'parent' } }, { type: 'publish', child: 'c1', prompt: [{ type: 'text', text: 'hi' }] }])).toBe(true)
+    expect(isRunnerFrame([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'ready' }, { type: 'events', child: 'c1', events: [{ seq: 0, type: 'turn/start', data: {} }] }])).toBe(true)
+    expect(isRunnerFrame([{ type: 'idle', child: 'c1', structured: { value: { a: 1 } } }, { type: 'rpc/call', child: 'c1', call: 1, method: 'tool', payload: {} }])).toBe(true)
+  })
+
+  it('refuse unknown messages, missing addressees, bad events and empty frames', () => {
+    expect(isHostFrame([{ type: 'launch-missiles' }])).toBe(false)
+    expect(isHostFrame([{ type: 'publish', child: 'c1', prompt: 'not blocks' }])).toBe(false)
+    expect(isHostFrame([])).toBe(false)
+    expect(isRunnerFrame({ type: 'events' })).toBe(false)
+    expect(isRunnerFrame([{ type: 'created' }])).toBe(false)
+    expect(isRunnerFrame([{ type: 'events', child: 'c1', events: [{ seq: 0, type: 'turn/start', data: { extra: 1 } }] }])).toBe(false)
+    expect(isRunnerFrame([{ type: 'rpc/call', child: 'c1', call: 0, method: 'tool', payload: {} }])).toBe(false)
+    expect(isRunnerFrame([{ type: 'rpc/call', child: 'c1', call: 1, method: 'shell', payload: {} }])).toBe(false)
+    expect(isKnownSessionEvent({ seq: 1, type: 'tool/result', data: { callId: 'a', name: 't', isError: true, code: 'NOPE', content: [] } })).toBe(false)
   })
 })
 
-describe('protocol errors settle the run', () => {
-  function child() {
-    const { port1, port2 } = new MessageChannel()
-    const appended: unknown[] = []
-    const view = { id: 'c1', options: {}, session: { header, events: [] } }
-    const handle = new WorkerChild(port1, { view, append: (e: unknown) => appended.push(e) }, {
-      graceMs: 100,
-      placement: { models: new Map(), tools: new Map() },
-      terminate: () => false,
-      placed: () => {},
-      closing: () => false,
-    })
-    handle.attach(new Promise(() => {}), () => {})
-    return { handle, port2, appended }
+describe('values that cross', () => {
+  const nested = (depth: number) => {
+    let value: unknown = 'leaf'
+    for (let i = 0; i < depth; i++) value = [value]
+    return value
   }
 
-  it('a malformed message from the worker settles the run error with a protocol diagnostic', async () => {
-    const { handle, port2 } = child()
-    port2.postMessage({ type: 'created', threadId: 3 })
-    await handle.created(new AbortController().signal)
-    const outcome = handle.run([{ type: 'text', text: 'go' }])
-    port2.postMessage({ type: 'events', events: [{ seq: 0, type: 'made/up', data: {} }] })
-    await expect(outcome).resolves.toEqual({ fault: { stopReason: 'error', diagnostic: expect.stringMatching(/^protocol error: .*malformed or unknown message/) } })
-    await handle.release()
-    port2.close()
-  })
-
-  it('a failed creation rejects with the worker’s error, not a hang', async () => {
-    const { handle, port2 } = child()
-    port2.postMessage({ type: 'create-failed', error: { name: 'TypeError', message: 'toolFilter.deny names an unknown global tool: "x"' } })
-    await expect(handle.created(new AbortController().signal)).rejects.toThrow('unknown global tool')
-    port2.close()
-  })
-
-  it('the worker entry answers a malformed create request with create-failed', async () => {
-    const { port1, port2 } = new MessageChannel()
-    const messages: unknown[] = []
-    port1.on('message', (m) => messages.push(m))
-    await hostChild({ request: { v: 99, type: 'create' } as never, port: port2 })
-    await new Promise((resolve) => setTimeout(resolve, 10))
-    expect(messages).toEqual([{ type: 'create-failed', error: { name: 'ProtocolError', message: expect.stringContaining('invalid create request'), code: 'ERR_SUBAGENT_PROTOCOL' } }])
-    port1.close()
+  it(`are bounded at ${MAX_VALUE_DEPTH} levels of nesting, below what a receiving thread can decode`, () => {
+    expect(withinDepth(nested(MAX_VALUE_DEPTH))).toBe(true)
+    expect(withinDepth(nested(MAX_VALUE_DEPTH + 1))).toBe(false)
+    expect(withinDepth({ a: { b: new Map([['k', nested(MAX_VALUE_DEPTH)]]) } })).toBe(false)
+    expect(tryClone(nested(MAX_VALUE_DEPTH + 1))).toBeUndefined()
+    expect(tryClone({ fn: () => 1 })).toBeUndefined()
+    expect(tryClone({ a: [1, 2] })).toEqual({ value: { a: [1, 2] } })
   })
 })
 

@@ -1,47 +1,118 @@
-/** The RPC in src/protocol: ids, streamed chunks, abort crossing as a reason, no hung call on close. */
+/** The typed RPC in src/protocol: per-child ids, streamed chunks, payloads checked by the server, abort crossing as a reason, no hung call on close. */
 import { describe, expect, it } from 'vitest'
-import { RpcClient, RpcServer, type RpcHandler } from '../../dist/protocol/rpc.js'
-import type { ChildMessage, HostMessage } from '../../dist/protocol/lifecycle.js'
+import { RpcClient, RpcServer, type RpcHandlers, type RpcReply } from '../../dist/protocol/rpc.js'
+import type { RunnerMessage } from '../../dist/protocol/messages.js'
 
-/** A client and a server wired back to back through structuredClone, as a port would. */
-function pair(handler: RpcHandler) {
+type CallMessage = Extract<RunnerMessage, { type: 'rpc/call' | 'rpc/cancel' }>
+
+const request = { model: 'm', messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'hi' }] }] }
+const noTool: RpcHandlers['tool'] = async () => ({ text: 'unused', concluded: false })
+const noModel: RpcHandlers['model'] = async () => null
+
+/**
+ * A client and a server wired back to back through structuredClone, as a channel would. Each
+ * side's sink has an epoch that advances when its queued messages are delivered (one "frame").
+ */
+function pair(handlers: Partial<RpcHandlers>) {
   let server!: RpcServer
-  const client = new RpcClient((message) => queueMicrotask(() => server.receive(structuredClone(message) as Extract<ChildMessage, { type: 'rpc/call' | 'rpc/abort' }>)))
-  server = new RpcServer((message) => queueMicrotask(() => client.receive(structuredClone(message) as Extract<HostMessage, { type: 'rpc/chunk' }>)), handler)
-  return { client, server }
+  let client!: RpcClient
+  const frames: RpcReply[][] = []
+  const link = <M>(deliver: (message: M) => void, record?: (frame: M[]) => void) => {
+    let queue: M[] = []
+    const sink = {
+      epoch: 0,
+      push(message: M) {
+        if (queue.push(message) > 1) return
+        setImmediate(() => {
+          const frame = structuredClone(queue)
+          queue = []
+          sink.epoch++
+          record?.(frame)
+          for (const m of frame) deliver(m)
+        })
+      },
+    }
+    return sink
+  }
+  client = new RpcClient('c1', link<CallMessage>((m) => server.receive(m)))
+  server = new RpcServer('c1', link<RpcReply>((m) => client.receive(m), (frame) => frames.push(frame)), { model: noModel, tool: noTool, ...handlers })
+  return { client, server, frames }
 }
 
 describe('rpc', () => {
-  it('streams chunks before the result, in order', async () => {
-    const { client } = pair(async (_target, _name, payload, { emit }) => {
-      emit({ type: 'text-delta', text: 'a' })
-      emit({ type: 'text-delta', text: 'b' })
-      return { echoed: payload }
+  it('streams chunks before the result, consecutive text deltas of one frame crossing as one', async () => {
+    const { client, frames } = pair({
+      async model(_payload, { emit }) {
+        emit({ type: 'text-delta', text: 'a' })
+        emit({ type: 'text-delta', text: 'b' })
+        emit({ type: 'usage', inputTokens: 1, outputTokens: 2 })
+        emit({ type: 'text-delta', text: 'c' })
+        return null
+      },
     })
-    const chunks: string[] = []
-    const value = await client.call('model', 'm', { x: 1 }, { onChunk: (c) => chunks.push(c.type === 'text-delta' ? c.text : '?') })
-    expect(chunks).toEqual(['a', 'b'])
-    expect(value).toEqual({ echoed: { x: 1 } })
+    const chunks: unknown[] = []
+    const value = await client.call('model', { provider: 'p', request }, { onChunk: (chunk) => chunks.push(chunk) })
+    expect(chunks).toEqual([
+      { type: 'text-delta', text: 'ab' },
+      { type: 'usage', inputTokens: 1, outputTokens: 2 },
+      { type: 'text-delta', text: 'c' },
+    ])
+    expect(value).toBeNull()
+    expect(frames).toHaveLength(1) // the chunks and the result crossed together
+    expect(frames[0]!.map((m) => m.type)).toEqual(['rpc/chunks', 'rpc/result'])
   })
 
   it('rejects with the remote error, keeping its name and code', async () => {
-    const { client } = pair(async () => {
-      throw Object.assign(new RangeError('too far'), { code: 'E_FAR' })
+    const { client } = pair({
+      async tool() {
+        throw Object.assign(new RangeError('too far'), { code: 'E_FAR' })
+      },
     })
-    await expect(client.call('tool', 't', {})).rejects.toMatchObject({ name: 'RangeError', message: 'too far', code: 'E_FAR' })
+    await expect(client.call('tool', { name: 't', callId: 'x', args: {} })).rejects.toMatchObject({ name: 'RangeError', message: 'too far', code: 'E_FAR' })
+  })
+
+  it('the server refuses a payload that does not match its method, without running the handler', async () => {
+    let ran = false
+    const { client } = pair({
+      async tool() {
+        ran = true
+        return { text: 'ran', concluded: false }
+      },
+    })
+    const bad = { name: 5, callId: 'x', args: {} } as unknown as { name: string; callId: string; args: Record<string, unknown> }
+    await expect(client.call('tool', bad)).rejects.toMatchObject({ name: 'ProtocolError', code: 'ERR_SUBAGENT_PROTOCOL', message: expect.stringContaining('invalid payload for rpc method "tool"') })
+    expect(ran).toBe(false)
+  })
+
+  it('a second call under a running call id is refused, the first carries on', async () => {
+    let release = () => {}
+    const handler = new RpcServer('c1', { epoch: 0, push: (m) => replies.push(m) }, { model: noModel, tool: () => new Promise((resolve) => (release = () => resolve({ text: 'first', concluded: false }))) })
+    const replies: RpcReply[] = []
+    const call = { type: 'rpc/call', child: 'c1', call: 1, method: 'tool', payload: { name: 't', callId: 'x', args: {} } } as const
+    handler.receive(call)
+    handler.receive(call)
+    expect(replies).toEqual([{ type: 'rpc/error', child: 'c1', call: 1, error: expect.objectContaining({ message: 'rpc call 1 is already running' }) }])
+    release()
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(replies[1]).toEqual({ type: 'rpc/result', child: 'c1', call: 1, value: { text: 'first', concluded: false } })
+  })
+
+  it('a result that does not match the method is rejected by the caller', async () => {
+    const { client } = pair({ tool: async () => ({ text: 42 }) as never })
+    await expect(client.call('tool', { name: 't', callId: 'x', args: {} })).rejects.toThrow(/malformed result for a "tool" call/)
   })
 
   it('an abort rejects locally at once and reaches the far side as an aborted signal with the reason', async () => {
     let remote: AbortSignal | undefined
-    const { client } = pair(
-      (_t, _n, _p, { signal }) =>
+    const { client } = pair({
+      tool: (_payload, { signal }) =>
         new Promise((resolve) => {
           remote = signal
-          signal.addEventListener('abort', () => resolve('late'), { once: true })
+          signal.addEventListener('abort', () => resolve({ text: 'late', concluded: false }), { once: true })
         }),
-    )
+    })
     const controller = new AbortController()
-    const call = client.call('tool', 't', {}, { signal: controller.signal })
+    const call = client.call('tool', { name: 't', callId: 'x', args: {} }, { signal: controller.signal })
     await new Promise((resolve) => setTimeout(resolve, 5))
     controller.abort({ kind: 'parent' })
     await expect(call).rejects.toEqual({ kind: 'parent' })
@@ -51,30 +122,25 @@ describe('rpc', () => {
   })
 
   it('closing rejects every pending call and every later one: nothing hangs', async () => {
-    const { client } = pair(() => new Promise(() => {}))
-    const pending = [client.call('model', 'm', {}), client.call('tool', 't', {})]
-    client.close(new Error('port closed'))
-    for (const call of pending) await expect(call).rejects.toThrow('port closed')
-    await expect(client.call('tool', 't', {})).rejects.toThrow('port closed')
+    const { client } = pair({ model: () => new Promise(() => {}), tool: () => new Promise(() => {}) })
+    const pending = [client.call('model', { provider: 'p', request }), client.call('tool', { name: 't', callId: 'x', args: {} })]
+    client.close(new Error('channel closed'))
+    for (const call of pending) await expect(call).rejects.toThrow('channel closed')
+    await expect(client.call('tool', { name: 't', callId: 'y', args: {} })).rejects.toThrow('channel closed')
   })
 
   it('a server close aborts every running handler', async () => {
     const signals: AbortSignal[] = []
-    const { client, server } = pair((_t, _n, _p, { signal }) => {
-      signals.push(signal)
-      return new Promise(() => {})
+    const { client, server } = pair({
+      tool: (_payload, { signal }) => {
+        signals.push(signal)
+        return new Promise(() => {})
+      },
     })
-    void client.call('tool', 'a', {}).catch(() => {})
-    void client.call('tool', 'b', {}).catch(() => {})
+    void client.call('tool', { name: 'a', callId: '1', args: {} }).catch(() => {})
+    void client.call('tool', { name: 'b', callId: '2', args: {} }).catch(() => {})
     await new Promise((resolve) => setTimeout(resolve, 5))
-    server.close({ kind: 'worker-gone' })
+    server.close({ kind: 'runner-gone' })
     expect(signals.map((s) => s.aborted)).toEqual([true, true])
-  })
-
-  it('an uncloneable result becomes an error instead of vanishing', async () => {
-    let server!: RpcServer
-    const client = new RpcClient((message) => queueMicrotask(() => server.receive(message)))
-    server = new RpcServer((message) => client.receive(structuredClone(message)), async () => ({ fn: () => 1 }))
-    await expect(client.call('tool', 't', {})).rejects.toThrow(/could not be cloned/)
   })
 })

@@ -1,0 +1,94 @@
+/**
+ * The frame protocol between the host and a runner (the side that runs children: a worker thread
+ * today, a child process or a node later). Wire-agnostic: a frame is an array of messages, sent
+ * as one unit over anything that carries structured-clone data in order. Children are
+ * multiplexed by id; each side sends at most one frame per event-loop turn (see Outbox).
+ *
+ *   opening     runner → host `hello` {v}; host → runner `welcome` {v, config} first of all.
+ *               Either side refuses a version it does not speak. The runner then loads the agent
+ *               module and says `ready`.
+ *   a child     host: create → publish; abort; drop (let go of a child that is not running, or
+ *               that broke the protocol); rpc replies.
+ *               runner: created | create-failed; events; rpc calls; idle (the one-shot turn is
+ *               over and the runner let the child go); dropped (after a drop); failed.
+ *   liveness    host: ping {n}; runner: pong {n}.
+ */
+import { ChildSpec, RemoteToolDescriptor } from './child.js'
+import { contentBlocks } from './content.js'
+import { WireError } from './error.js'
+import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
+import { anything, arrayOf, closed, count, ref, string, union, variant, type Wire } from './schema.js'
+import { KnownSessionEvent } from './session.js'
+import { share } from './validate.js'
+
+/** Bumped whenever a message changes shape: both ends must speak the same version. */
+export const PROTOCOL_VERSION = 2
+
+const child = { type: 'string', minLength: 1 } as const
+const version = count
+
+/** What every child on a runner shares, sent once when the channel opens. */
+export const RunnerConfig = closed(
+  {
+    /** URL of the agent module every runner imports. */
+    agentModule: string,
+    /** The deployment persona. */
+    persona: string,
+    maxParallelToolCalls: { type: 'integer', minimum: 1 },
+  },
+  ['agentModule', 'persona'],
+)
+export type RunnerConfig = Wire<typeof RunnerConfig>
+
+export const HostMessage = {
+  $id: 'urn:subagent-worker:host-message',
+  ...union([
+    variant('welcome', { v: version, config: RunnerConfig }),
+    /** Builds a child: the spec, and the host-placed models and tools it may call (a snapshot). */
+    variant('create', { child, spec: ChildSpec, hostModels: arrayOf(string), hostTools: arrayOf(RemoteToolDescriptor) }),
+    /** The child was published: run its one turn with this prompt. */
+    variant('publish', { child, prompt: contentBlocks }),
+    variant('abort', { child, reason: anything }, ['reason']),
+    /** Let go of a child: not yet running, or one the host gave up on. */
+    variant('drop', { child }),
+    RpcChunks,
+    RpcReturn,
+    RpcFailure,
+    variant('ping', { n: count }),
+  ]),
+} as const
+export type HostMessageSchema = typeof HostMessage
+export type HostMessage = Wire<HostMessageSchema>
+
+export const RunnerMessage = {
+  $id: 'urn:subagent-worker:runner-message',
+  ...union([
+    variant('hello', { v: version }),
+    /** The runner cannot go on at all (say, a version it does not speak). */
+    variant('fatal', { error: WireError }),
+    /** The agent module is loaded (or failed to load): the runner answers promptly from now on. */
+    variant('ready', {}),
+    variant('created', { child }),
+    variant('create-failed', { child, error: WireError }),
+    variant('events', { child, events: { type: 'array', minItems: 1, items: ref(KnownSessionEvent.$id) } }),
+    variant('idle', { child, structured: closed({ value: anything }) }, ['structured']),
+    variant('dropped', { child }),
+    /** The runner had to give up on one child (a message of it could not be sent). */
+    variant('failed', { child, error: WireError }),
+    RpcCall,
+    RpcCancel,
+    variant('pong', { n: count }),
+  ]),
+} as const
+export type RunnerMessageSchema = typeof RunnerMessage
+export type RunnerMessage = Wire<RunnerMessageSchema>
+
+share(HostMessage, RunnerMessage)
+export const HostFrame = { type: 'array', minItems: 1, items: ref(HostMessage.$id) } as const
+export const RunnerFrame = { type: 'array', minItems: 1, items: ref(RunnerMessage.$id) } as const
+
+/** The child a message is about, if any. */
+export function childOf(message: unknown): string | undefined {
+  const child = typeof message === 'object' && message !== null ? (message as { child?: unknown }).child : undefined
+  return typeof child === 'string' ? child : undefined
+}

@@ -1,0 +1,150 @@
+/**
+ * One child on a runner: built inside the creation transaction, run for its one turn once
+ * published, its events queued for the host as they are recorded (one message per frame), its
+ * host calls made over the RPC. It lets go of itself when its turn is over (`idle`), or when the
+ * host drops it before it ran.
+ */
+import { composeChild, type ComposedChild } from '../agent/child.js'
+import type { AgentEnvironment } from '../agent/loop.js'
+import type { Model } from '../agent/model.js'
+import type { ToolDefinition } from '../agent/tools.js'
+import type { AgentView } from '../agent/view.js'
+import { toWireError } from '../protocol/error.js'
+import type { HostMessage, RunnerConfig, RunnerMessage } from '../protocol/messages.js'
+import type { Sink } from '../protocol/outbox.js'
+import { RpcClient } from '../protocol/rpc.js'
+import type { SessionEvent } from '../protocol/session.js'
+import { ProtocolError } from '../protocol/validate.js'
+import type { LocalModule } from './runner.js'
+import { remoteModel, remoteTool } from './remote.js'
+
+type Create = Extract<HostMessage, { type: 'create' }>
+type EventsMessage = Extract<RunnerMessage, { type: 'events' }>
+
+/** What a child needs of the runner that hosts it. */
+export interface ChildHost {
+  readonly outbox: Sink<RunnerMessage>
+  readonly config: RunnerConfig
+  /** The agent module's models, tools and hooks, guarded (see flushing.ts); rejects if it failed to load. */
+  readonly local: Promise<LocalModule>
+  forget(child: RunnerChild): void
+  /** The host broke the protocol: the runner cannot trust the channel any more. */
+  fatal(error: Error): void
+}
+
+type State = 'building' | 'built' | 'running' | 'closed'
+
+export class RunnerChild {
+  readonly id: string
+  readonly #host: ChildHost
+  readonly #rpc: RpcClient
+  #state: State = 'building'
+  #composed: ComposedChild | undefined
+  /** This child's events message in the current frame, still open for more events. */
+  #open: { message: EventsMessage; epoch: number } | undefined
+
+  constructor(id: string, host: ChildHost) {
+    this.id = id
+    this.#host = host
+    const outbox = host.outbox
+    // Calls go out in order with the events: an open events message must not swallow later events.
+    this.#rpc = new RpcClient(id, { push: (message) => this.#send(message), get epoch() { return outbox.epoch } })
+  }
+
+  async build(create: Create): Promise<void> {
+    try {
+      const local = await this.#host.local
+      if (this.#state === 'closed') return // dropped while the module was loading
+      const { spec } = create
+      // Tools and hooks here see a plain view of the child, never the runtime itself.
+      const view: AgentView = { id: spec.id, options: spec.options, session: { header: spec.header, events: [] } }
+      const composed = composeChild(spec, this.#environment(create, local), this.#host.config.persona, view)
+      view.session.events = composed.agent.session.events
+      composed.agent.session.onAppend((event) => this.#record(event))
+      this.#composed = composed
+      this.#state = 'built'
+      this.#send({ type: 'created', child: this.id })
+    } catch (error) {
+      if (this.#state === 'closed') return
+      this.#send({ type: 'create-failed', child: this.id, error: toWireError(error) })
+      this.#close()
+    }
+  }
+
+  receive(message: Exclude<HostMessage, { type: 'welcome' | 'create' | 'ping' }>): void {
+    switch (message.type) {
+      case 'publish':
+        if (this.#state !== 'built') return this.#host.fatal(new ProtocolError(`the host published child ${this.id} while it was ${this.#state}`))
+        return this.#run(message.prompt)
+      case 'abort':
+        this.#composed?.agent.cancel(message.reason)
+        return
+      case 'drop':
+        // Also for a running child the host gave up on (it broke the protocol): stop it, say so.
+        this.#send({ type: 'dropped', child: this.id })
+        return this.#close()
+      default:
+        this.#rpc.receive(message)
+    }
+  }
+
+  /** A message of this child could not be sent: its record is broken, so it stops here. */
+  fail(error: unknown): void {
+    if (this.#state === 'closed') return
+    this.#send({ type: 'failed', child: this.id, error: toWireError(error) })
+    this.#close()
+  }
+
+  #environment(create: Create, local: LocalModule): AgentEnvironment {
+    const models = new Map<string, Model>(Object.entries(local.models))
+    for (const name of create.hostModels) models.set(name, remoteModel(this.#rpc, name))
+    // Host tools first, then module tools: the same order the host itself lists them in.
+    const tools = new Map<string, ToolDefinition>()
+    for (const descriptor of create.hostTools) tools.set(descriptor.name, remoteTool(this.#rpc, descriptor))
+    for (const tool of local.tools) tools.set(tool.name, tool)
+    return {
+      models,
+      tools: { get: (name) => tools.get(name), list: () => tools.values() },
+      hooks: local.hooks,
+      maxParallelToolCalls: this.#host.config.maxParallelToolCalls,
+      delegated: true,
+    }
+  }
+
+  #run(prompt: Parameters<ComposedChild['agent']['followup']>[0]): void {
+    this.#state = 'running'
+    const { agent, structured } = this.#composed!
+    agent.followup(prompt, { kind: 'parent' })
+    void agent.whenIdle().then(() => {
+      if (this.#state === 'closed') return
+      this.#send(structured?.captured ? { type: 'idle', child: this.id, structured: { value: structured.value } } : { type: 'idle', child: this.id })
+      this.#close()
+    })
+  }
+
+  #record(event: SessionEvent): void {
+    if (this.#state === 'closed') return
+    const { epoch } = this.#host.outbox
+    if (this.#open?.epoch === epoch) {
+      this.#open.message.events.push(event as EventsMessage['events'][number])
+      return
+    }
+    const message: EventsMessage = { type: 'events', child: this.id, events: [event as EventsMessage['events'][number]] }
+    this.#host.outbox.push(message)
+    this.#open = { message, epoch }
+  }
+
+  #send(message: RunnerMessage): void {
+    if (this.#state === 'closed') return
+    this.#open = undefined
+    this.#host.outbox.push(message)
+  }
+
+  #close(): void {
+    if (this.#state === 'closed') return
+    this.#state = 'closed'
+    this.#composed?.agent.cancel({ kind: 'disposed' })
+    this.#rpc.close(new Error('the host let go of the child'))
+    this.#host.forget(this)
+  }
+}

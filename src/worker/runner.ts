@@ -1,0 +1,106 @@
+/**
+ * The runner: the far side of one channel, hosting every child the host places on it. It knows
+ * nothing of threads: whoever starts it gives it a `send(frame)` and feeds it each frame received
+ * (a worker thread today; a child process or a node can do the same).
+ */
+import type { AgentHooks } from '../agent/module.js'
+import { loadAgentModule } from '../agent/module-loader.js'
+import type { Model } from '../agent/model.js'
+import type { ToolDefinition } from '../agent/tools.js'
+import { toWireError } from '../protocol/error.js'
+import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
+import { Outbox } from '../protocol/outbox.js'
+import { ProtocolError } from '../protocol/validate.js'
+import { isHostFrame } from '../protocol/validators.js'
+import { RunnerChild } from './child.js'
+import { flushing } from './flushing.js'
+
+export interface LocalModule {
+  models: Record<string, Model>
+  tools: ToolDefinition[]
+  hooks: AgentHooks
+}
+
+export class Runner {
+  readonly #children = new Map<string, RunnerChild>()
+  readonly #outbox: Outbox<RunnerMessage>
+  #config: RunnerConfig | undefined
+  #local: Promise<LocalModule> | undefined
+  #stopped = false
+
+  constructor(send: (frame: RunnerMessage[]) => void) {
+    this.#outbox = new Outbox<RunnerMessage>({
+      send,
+      ownerOf: childOf,
+      unsendable: (message, error) => {
+        const child = this.#children.get(childOf(message) ?? '')
+        child?.fail(new ProtocolError(`a ${message.type} message could not be sent: ${(error as Error)?.message ?? String(error)}`))
+      },
+    })
+    this.#outbox.push({ type: 'hello', v: PROTOCOL_VERSION })
+  }
+
+  receive(frame: unknown): void {
+    if (this.#stopped) return
+    if (!isHostFrame(frame)) return this.#fatal(new ProtocolError(`the host sent a malformed frame: ${isHostFrame.explain(frame, 'frame')}`))
+    for (const message of frame) {
+      if (this.#stopped) return
+      this.#dispatch(message)
+    }
+  }
+
+  #dispatch(message: HostMessage): void {
+    switch (message.type) {
+      case 'welcome':
+        return this.#welcome(message)
+      case 'ping':
+        return this.#outbox.push({ type: 'pong', n: message.n })
+      case 'create': {
+        if (!this.#config || !this.#local) return this.#fatal(new ProtocolError('the host asked for a child before it welcomed this runner'))
+        if (this.#children.has(message.child)) return this.#fatal(new ProtocolError(`the host created child ${message.child} twice`))
+        const child = new RunnerChild(message.child, this.#childHost(this.#config, this.#local))
+        this.#children.set(message.child, child)
+        void child.build(message)
+        return
+      }
+      default:
+        // A message for a child that is already gone (it finished, or was dropped) needs nothing.
+        this.#children.get(message.child)?.receive(message)
+    }
+  }
+
+  #welcome({ v, config }: Extract<HostMessage, { type: 'welcome' }>): void {
+    if (this.#config) return this.#fatal(new ProtocolError('the host welcomed this runner twice'))
+    if (v !== PROTOCOL_VERSION) {
+      return this.#fatal(new ProtocolError(`the host speaks frame protocol v${v} but this runner speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`))
+    }
+    this.#config = config
+    const guard = <T>(code: () => T) => this.#outbox.afterSent(code)
+    this.#local = (config.agentModule ? loadAgentModule(config.agentModule) : Promise.resolve({})).then((module) => flushing(module, guard))
+    const ready = () => this.#outbox.push({ type: 'ready' })
+    this.#local.then(ready, ready)
+  }
+
+  #childHost(config: RunnerConfig, local: Promise<LocalModule>) {
+    return {
+      outbox: this.#outbox,
+      config,
+      local,
+      forget: (child: RunnerChild) => {
+        if (this.#children.get(child.id) === child) this.#children.delete(child.id)
+      },
+      fatal: (error: Error) => this.#fatal(error),
+    }
+  }
+
+  /** The channel cannot be trusted any more: say why, and stop every child. */
+  #fatal(error: Error): void {
+    if (this.#stopped) return
+    this.#outbox.push({ type: 'fatal', error: toWireError(error) })
+    this.#outbox.flush()
+    this.#stopped = true
+    this.#outbox.close()
+    for (const child of [...this.#children.values()]) child.fail(error)
+    this.#children.clear()
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * The host's end of a runner channel, driven by hand: the version handshake, frames checked at
+ * the boundary, a runner allowed to address only its own children, each child's phase and event
+ * sequence checked. A failure settles the child (or, when no child accounts for it, stops the
+ * runner) with a protocol diagnostic; nothing hangs.
+ */
+import { describe, expect, it } from 'vitest'
+import { RunnerChannel } from '../../dist/parent/channel.js'
+import { RemoteChild, RunnerLostError } from '../../dist/parent/remote-child.js'
+import { PROTOCOL_VERSION, type HostMessage } from '../../dist/protocol/messages.js'
+import { Runner } from '../../dist/worker/runner.js'
+import type { SessionEvent } from 'subagent-worker'
+
+const turn = () => new Promise((resolve) => setImmediate(resolve))
+const never = new AbortController().signal
+
+function channel() {
+  const sent: HostMessage[] = []
+  const kills: Array<{ diagnostic: string }> = []
+  const ch = new RunnerChannel({
+    label: 'test runner',
+    config: { maxParallelToolCalls: 8 },
+    send: (frame) => void sent.push(...structuredClone(frame)),
+    kill: (fault) => void kills.push(fault),
+    changed: () => {},
+  })
+  const child = (id: string, outputSchema?: Record<string, unknown>) => {
+    const events: SessionEvent[] = []
+    const view = { id, options: {}, session: { header: { id, createdAt: 'now' }, events } }
+    const spec = { id, header: view.session.header, options: {}, seed: [], descriptor: { mode: 'one-shot' as const, provider: 'spawn' }, ...(outputSchema ? { outputSchema } : {}) }
+    return new RemoteChild(spec, { view, append: (event) => void events.push(event) }, ch, { placement: { models: new Map(), tools: new Map() }, graceMs: 100 })
+  }
+  return { ch, sent, kills, child }
+}
+
+/** A child built and running. */
+async function running(setup: ReturnType<typeof channel>, id = 'c1') {
+  const child = setup.child(id)
+  setup.ch.receive([{ type: 'created', child: id }])
+  await child.created(never)
+  const outcome = child.run([{ type: 'text', text: 'go' }])
+  return { child, outcome }
+}
+
+describe('runner channel: handshake', () => {
+  it('opens with a welcome carrying the version and the runner config, before any child', async () => {
+    const setup = channel()
+    setup.child('c1')
+    await turn()
+    expect(setup.sent.map((m) => m.type)).toEqual(['welcome', 'create'])
+    expect(setup.sent[0]).toEqual({ type: 'welcome', v: PROTOCOL_VERSION, config: { maxParallelToolCalls: 8 } })
+  })
+
+  it('a runner speaking another version is refused with a clear error, and a start waiting on it is told why', async () => {
+    const setup = channel()
+    const child = setup.child('c1')
+    setup.ch.receive([{ type: 'hello', v: 1 }])
+    expect(setup.kills).toEqual([{ stopReason: 'error', diagnostic: `the test runner speaks frame protocol v1 but this host speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker` }])
+    setup.ch.end(setup.kills[0] as never)
+    await expect(child.created(never)).rejects.toThrow(/speaks frame protocol v1/)
+  })
+
+  it('a runner refuses a host speaking another version, and says so', async () => {
+    const frames: unknown[][] = []
+    const runner = new Runner((frame) => void frames.push(frame))
+    runner.receive([{ type: 'welcome', v: 99, config: { maxParallelToolCalls: 8 } }])
+    await turn()
+    expect(frames.flat()).toEqual([
+      { type: 'hello', v: PROTOCOL_VERSION },
+      { type: 'fatal', error: expect.objectContaining({ name: 'ProtocolError', message: `the host speaks frame protocol v99 but this runner speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker` }) },
+    ])
+  })
+})
+
+describe('runner channel: the host trusts nothing the runner sends', () => {
+  it('a frame that is not a list of messages stops the runner with a protocol diagnostic', () => {
+    const setup = channel()
+    setup.ch.receive({ type: 'events' })
+    expect(setup.kills).toEqual([{ stopReason: 'error', diagnostic: expect.stringMatching(/^protocol error: the test runner sent a malformed frame/) }])
+  })
+
+  it('a message for a child the runner does not host stops the runner; its own children are told why', async () => {
+    const setup = channel()
+    const { outcome } = await running(setup, 'mine')
+    setup.ch.receive([{ type: 'idle', child: 'someone-else' }])
+    expect(setup.kills).toEqual([{ stopReason: 'error', diagnostic: "protocol error: the test runner sent a 'idle' message for a child it does not host, so it was stopped" }])
+    setup.ch.end(setup.kills[0] as never)
+    expect(await outcome).toEqual({ fault: setup.kills[0] })
+  })
+
+  it('a malformed message about one child settles that child alone, and the runner is told to drop it', async () => {
+    const setup = channel()
+    const a = await running(setup, 'a')
+    const b = await running(setup, 'b')
+    setup.ch.receive([{ type: 'events', child: 'a', events: [{ seq: 0, type: 'made/up', data: {} }] }])
+    expect(await a.outcome).toEqual({ fault: { stopReason: 'error', diagnostic: expect.stringMatching(/^protocol error: the test runner sent a malformed or unknown message of type "events"/) } })
+    await turn()
+    expect(setup.sent).toContainEqual({ type: 'drop', child: 'a' })
+    expect(setup.kills).toEqual([])
+    setup.ch.receive([{ type: 'dropped', child: 'a' }, { type: 'idle', child: 'b' }])
+    expect(await b.outcome).toEqual({})
+  })
+
+  it('a gap or a repeat in a child’s event sequence is a protocol error, never accepted', async () => {
+    const setup = channel()
+    const { outcome } = await running(setup)
+    setup.ch.receive([{ type: 'events', child: 'c1', events: [{ seq: 0, type: 'turn/start', data: {} }, { seq: 2, type: 'turn/end', data: { reason: { kind: 'completed' } } }] }])
+    expect(await outcome).toEqual({ fault: { stopReason: 'error', diagnostic: "protocol error: the test runner sent event 2 where event 1 was due: a gap or a repeat in the child's record" } })
+  })
+
+  it('a message out of phase is a protocol error: events before the child was published', async () => {
+    const setup = channel()
+    const child = setup.child('c1')
+    setup.ch.receive([{ type: 'created', child: 'c1' }])
+    await child.created(never)
+    setup.ch.receive([{ type: 'events', child: 'c1', events: [{ seq: 0, type: 'turn/start', data: {} }] }])
+    expect(await child.run([{ type: 'text', text: 'late' }])).toEqual({ fault: { stopReason: 'error', diagnostic: "protocol error: the test runner sent a 'events' message while the child was created" } })
+  })
+
+  it('a structured result that does not match the requested schema is refused', async () => {
+    const setup = channel()
+    const child = setup.child('c1', { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] })
+    setup.ch.receive([{ type: 'created', child: 'c1' }])
+    await child.created(never)
+    const outcome = child.run([{ type: 'text', text: 'go' }])
+    setup.ch.receive([{ type: 'idle', child: 'c1', structured: { value: { n: 'not a number' } } }])
+    expect(await outcome).toEqual({ fault: { stopReason: 'error', diagnostic: expect.stringContaining('a structured result that does not match the requested outputSchema') } })
+  })
+
+  it('a runner that dies while a child is being built rejects its start as lost, so it can be retried elsewhere', async () => {
+    const setup = channel()
+    const child = setup.child('c1')
+    setup.ch.end({ stopReason: 'error', diagnostic: 'the thread crashed' })
+    await expect(child.created(never)).rejects.toBeInstanceOf(RunnerLostError)
+  })
+})
