@@ -14,6 +14,8 @@ export type ScriptEntry =
   | { hangAfter: StreamChunk[] }
   /** Waits (abortably), then streams these chunks. */
   | { delayMs: number; chunks: StreamChunk[] }
+  /** Streams these chunks one at a time, waiting `intervalMs` (abortably) before each: a model that streams at a steady pace. */
+  | { intervalMs: number; chunks: StreamChunk[] }
 
 export class ScriptedModel implements Model {
   readonly requests: ModelRequest[] = []
@@ -48,6 +50,11 @@ export class ScriptedModel implements Model {
     } else if ('hangAfter' in entry) {
       yield* entry.hangAfter
       await untilAborted(signal)
+    } else if ('intervalMs' in entry) {
+      for (const chunk of entry.chunks) {
+        await sleep(entry.intervalMs, signal)
+        yield chunk
+      }
     } else {
       await sleep(entry.delayMs, signal)
       yield* entry.chunks

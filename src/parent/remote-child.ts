@@ -16,6 +16,7 @@ import type { ChildSpec, RemoteToolDescriptor } from '../protocol/child.js'
 import type { ContentBlock } from '../protocol/content.js'
 import { fromWireError } from '../protocol/error.js'
 import type { RunnerMessage } from '../protocol/messages.js'
+import type { SessionEvent } from '../protocol/session.js'
 import { RpcServer } from '../protocol/rpc.js'
 import { cloneableReason } from '../protocol/values.js'
 import type { RunnerChannel } from './channel.js'
@@ -25,6 +26,10 @@ import type { ChildHandle, ChildMirror } from './transport.js'
 import type { Placement } from './types.js'
 
 export type Fault = NonNullable<ChildOutcome['fault']>
+
+const RELEASED: ChildOutcome = { fault: { stopReason: 'aborted', diagnostic: 'the child was released' } }
+/** What a host call still running learns when its child ends: the abort reason of its signal. */
+const RUNNER_GONE = { kind: 'runner-gone' }
 
 /** The child's runner died before the child was built; nothing of it was the child's doing, so a start may try elsewhere. */
 export class RunnerLostError extends Error {
@@ -79,7 +84,7 @@ export class RemoteChild implements ChildHandle {
 
   /** Resolves once the runner built the child; an abort lets it go first, then rejects with the reason. */
   async created(signal: AbortSignal): Promise<void> {
-    const onAbort = () => this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the start was aborted' } }, 'drop', signal.reason)
+    const onAbort = () => this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the start was aborted' } }, 'drop', () => signal.reason)
     if (signal.aborted) onAbort()
     else signal.addEventListener('abort', onAbort, { once: true })
     try {
@@ -134,17 +139,14 @@ export class RemoteChild implements ChildHandle {
         return this.#created.resolve()
       case 'create-failed':
         if (this.#phase !== 'creating') return this.#violation(message.type)
-        return this.#settle({ fault: { stopReason: 'error', diagnostic: message.error.message } }, 'runner-let-go', fromWireError(message.error))
+        return this.#settle({ fault: { stopReason: 'error', diagnostic: message.error.message } }, 'runner-let-go', () => fromWireError(message.error))
       case 'events':
         if (this.#phase !== 'running') return this.#violation(message.type)
-        for (const event of message.events) {
-          const expected = this.#mirror.view.session.events.length
-          if (event.seq !== expected) return this.#protocolError(`event ${event.seq} where event ${expected} was due: a gap or a repeat in the child's record`)
-          this.#mirror.append(event)
-        }
+        this.#record(message.events)
         return
       case 'idle':
         if (this.#phase !== 'running') return this.#violation(message.type)
+        if (message.events && !this.#record(message.events)) return
         if (message.structured && !this.#validStructured(message.structured.value)) {
           return this.#protocolError('a structured result that does not match the requested outputSchema')
         }
@@ -162,7 +164,7 @@ export class RemoteChild implements ChildHandle {
 
   /** The runner is gone (crashed, terminated, closed): whatever the child was doing is over. */
   end(fault: Fault): void {
-    this.#settle({ fault }, 'runner-gone', new RunnerLostError(fault.diagnostic))
+    this.#settle({ fault }, 'runner-gone', () => new RunnerLostError(fault.diagnostic))
   }
 
   /** The exchange with the runner about this child broke (a malformed message, one that could not be sent). */
@@ -172,7 +174,20 @@ export class RemoteChild implements ChildHandle {
 
   /** The host lets go of a child that did not (or will not) run: its runner is told to drop it. */
   #letGo(): void {
-    this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the child was released' } }, 'drop', new Error('the child was released before it was built'))
+    this.#settle(RELEASED, 'drop')
+  }
+
+  /** Appends events to the mirror, each exactly the next in sequence; false (and the child ended) on a gap or repeat. */
+  #record(events: readonly SessionEvent[]): boolean {
+    for (const event of events) {
+      const expected = this.#mirror.view.session.events.length
+      if (event.seq !== expected) {
+        this.#protocolError(`event ${event.seq} where event ${expected} was due: a gap or a repeat in the child's record`)
+        return false
+      }
+      this.#mirror.append(event)
+    }
+    return true
   }
 
   #validStructured(value: unknown): boolean {
@@ -187,14 +202,14 @@ export class RemoteChild implements ChildHandle {
     this.broken(`the ${this.#channel.label} sent ${what}`)
   }
 
-  /** The one way out. `createError` is what a pending creation rejects with. */
-  #settle(outcome: ChildOutcome, parting: Parting, createError: unknown = new Error(outcome.fault?.diagnostic ?? 'the child ended')): void {
+  /** The one way out. `createError` makes what a pending creation rejects with (only then: an Error is not free). */
+  #settle(outcome: ChildOutcome, parting: Parting, createError: () => unknown = () => new Error(outcome.fault?.diagnostic ?? 'the child ended')): void {
     if (this.#phase === 'ended') return
     const creating = this.#phase === 'creating'
     this.#phase = 'ended'
     clearTimeout(this.#grace)
-    this.#rpc.close({ kind: 'runner-gone' })
-    if (creating) this.#created.reject(createError)
+    this.#rpc.close(RUNNER_GONE)
+    if (creating) this.#created.reject(createError())
     this.#outcome.resolve(outcome)
     this.#channel.part(this, parting === 'drop')
   }

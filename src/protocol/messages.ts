@@ -71,7 +71,8 @@ export const RunnerMessage = {
     variant('created', { child }),
     variant('create-failed', { child, error: WireError }),
     variant('events', { child, events: { type: 'array', minItems: 1, items: ref(KnownSessionEvent.$id) } }),
-    variant('idle', { child, structured: closed({ value: anything }) }, ['structured']),
+    /** The turn is over and the runner let the child go; its last events ride with it when not sent yet. */
+    variant('idle', { child, events: { type: 'array', minItems: 1, items: ref(KnownSessionEvent.$id) }, structured: closed({ value: anything }) }, ['events', 'structured']),
     variant('dropped', { child }),
     /** The runner had to give up on one child (a message of it could not be sent). */
     variant('failed', { child, error: WireError }),

@@ -50,7 +50,8 @@ export type RpcCancel = Wire<typeof RpcCancel>
 
 /** Host → runner. */
 export const RpcChunks = variant('rpc/chunks', { child, call, chunks: { type: 'array', minItems: 1, items: ref(StreamChunk.$id) } })
-export const RpcReturn = variant('rpc/result', { child, call, value: anything }, ['value'])
+/** The result; the call's last chunks ride with it when they were not sent yet. */
+export const RpcReturn = variant('rpc/result', { child, call, value: anything, chunks: { type: 'array', items: ref(StreamChunk.$id) } }, ['value', 'chunks'])
 export const RpcFailure = variant('rpc/error', { child, call, error: WireError })
 export type RpcReply = Wire<typeof RpcChunks> | Wire<typeof RpcReturn> | Wire<typeof RpcFailure>
 
@@ -76,7 +77,7 @@ export class RpcClient {
   readonly #sink: Sink<RpcCall | RpcCancel>
   readonly #pending = new Map<number, Pending>()
   #nextId = 1
-  #closed: Error | undefined
+  #closed: (() => Error) | undefined
 
   constructor(child: string, sink: Sink<RpcCall | RpcCancel>) {
     this.#child = child
@@ -84,7 +85,7 @@ export class RpcClient {
   }
 
   call<M extends RpcMethod>(method: M, payload: RpcPayload<M>, options: { signal?: AbortSignal; onChunk?: (chunk: StreamChunk) => void } = {}): Promise<RpcResult<M>> {
-    if (this.#closed) return Promise.reject(this.#closed)
+    if (this.#closed) return Promise.reject(this.#closed())
     const { signal, onChunk } = options
     if (signal?.aborted) return Promise.reject(signal.reason)
     const id = this.#nextId++
@@ -108,20 +109,20 @@ export class RpcClient {
   receive(reply: RpcReply): void {
     const pending = this.#pending.get(reply.call)
     if (!pending) return
-    if (reply.type === 'rpc/chunks') {
-      for (const chunk of reply.chunks) pending.onChunk?.(chunk)
-      return
-    }
+    if (reply.type !== 'rpc/error') for (const chunk of reply.chunks ?? []) pending.onChunk?.(chunk)
+    if (reply.type === 'rpc/chunks') return
     this.#pending.delete(reply.call)
     if (reply.type === 'rpc/error') pending.reject(fromWireError(reply.error))
     else if (resultIs[pending.method](reply.value ?? null)) pending.resolve(reply.value ?? null)
     else pending.reject(new ProtocolError(`the host sent a malformed result for a "${pending.method}" call`))
   }
 
-  /** Rejects every pending call and every later one. */
-  close(error: Error): void {
-    this.#closed ??= error
-    for (const pending of this.#pending.values()) pending.reject(error)
+  /** Rejects every pending call and every later one with an Error saying `why` (made only when needed). */
+  close(why: string): void {
+    if (this.#closed) return
+    let error: Error | undefined
+    this.#closed = () => (error ??= new Error(why))
+    for (const pending of this.#pending.values()) pending.reject(this.#closed())
     this.#pending.clear()
   }
 }
@@ -136,8 +137,8 @@ export type RpcHandlers = { [M in RpcMethod]: (payload: RpcPayload<M>, context: 
 
 interface ActiveCall {
   controller: AbortController
-  /** The chunks message queued in the sink's current epoch, still open for more chunks. */
-  open: { chunks: StreamChunk[]; epoch: number } | undefined
+  /** The chunks message queued in the sink's current epoch, still open for more chunks (or for the result). */
+  open: { message: Wire<typeof RpcChunks> | Wire<typeof RpcReturn>; epoch: number } | undefined
 }
 
 /** The serving side, one per child: checks each payload, then runs its handler with its own AbortController. */
@@ -169,7 +170,7 @@ export class RpcServer {
     const context: CallContext = { signal: active.controller.signal, emit: (chunk) => this.#emit(id, active, chunk) }
     const handler = this.#handlers[message.method] as (payload: unknown, context: CallContext) => Promise<unknown>
     handler(message.payload, context).then(
-      (value) => this.#reply(id, active, { type: 'rpc/result', child: this.#child, call: id, ...(value === null ? {} : { value }) }),
+      (value) => this.#return(id, active, value),
       (error: unknown) => this.#reply(id, active, { type: 'rpc/error', child: this.#child, call: id, error: toWireError(error) }),
     )
   }
@@ -182,17 +183,33 @@ export class RpcServer {
 
   #emit(id: number, active: ActiveCall, chunk: StreamChunk): void {
     if (this.#active.get(id) !== active || active.controller.signal.aborted) return
-    const open = active.open?.epoch === this.#sink.epoch ? active.open : undefined
-    const last = open?.chunks.at(-1)
+    const chunks = this.#open(active)?.chunks
+    const last = chunks?.at(-1)
     if (last?.type === 'text-delta' && chunk.type === 'text-delta') {
       last.text += chunk.text
-    } else if (open) {
-      open.chunks.push({ ...chunk })
+    } else if (chunks) {
+      chunks.push({ ...chunk })
     } else {
-      const chunks = [{ ...chunk }]
-      active.open = { chunks, epoch: this.#sink.epoch }
-      this.#sink.push({ type: 'rpc/chunks', child: this.#child, call: id, chunks })
+      const message = { type: 'rpc/chunks' as const, child: this.#child, call: id, chunks: [{ ...chunk }] }
+      active.open = { message, epoch: this.#sink.epoch }
+      this.#sink.push(message)
     }
+  }
+
+  /** The chunks message still queued in this epoch, if any. */
+  #open(active: ActiveCall): { chunks?: StreamChunk[] } | undefined {
+    return active.open?.epoch === this.#sink.epoch ? active.open.message : undefined
+  }
+
+  /** A result whose last chunks are still queued turns that message into the result: one message, not two. */
+  #return(id: number, active: ActiveCall, value: unknown): void {
+    const open = this.#open(active) as Wire<typeof RpcReturn> | undefined
+    if (!open || this.#active.get(id) !== active || active.controller.signal.aborted) {
+      return this.#reply(id, active, { type: 'rpc/result', child: this.#child, call: id, ...(value === null ? {} : { value }) })
+    }
+    this.#active.delete(id)
+    open.type = 'rpc/result'
+    if (value !== null) open.value = value
   }
 
   #reply(id: number, active: ActiveCall, reply: RpcReply): void {

@@ -20,6 +20,7 @@ import { remoteModel, remoteTool } from './remote.js'
 
 type Create = Extract<HostMessage, { type: 'create' }>
 type EventsMessage = Extract<RunnerMessage, { type: 'events' }>
+type IdleMessage = Extract<RunnerMessage, { type: 'idle' }>
 
 /** What a child needs of the runner that hosts it. */
 export interface ChildHost {
@@ -117,7 +118,11 @@ export class RunnerChild {
     agent.followup(prompt, { kind: 'parent' })
     void agent.whenIdle().then(() => {
       if (this.#state === 'closed') return
-      this.#send(structured?.captured ? { type: 'idle', child: this.id, structured: { value: structured.value } } : { type: 'idle', child: this.id })
+      const idle: IdleMessage = { type: 'idle', child: this.id }
+      if (structured?.captured) idle.structured = { value: structured.value }
+      // The last events, when not sent yet, ride with it: one message, not two.
+      if (this.#open?.epoch === this.#host.outbox.epoch) Object.assign(this.#open.message, idle, { type: 'idle' })
+      else this.#send(idle)
       this.#close()
     })
   }
@@ -144,7 +149,7 @@ export class RunnerChild {
     if (this.#state === 'closed') return
     this.#state = 'closed'
     this.#composed?.agent.cancel({ kind: 'disposed' })
-    this.#rpc.close(new Error('the host let go of the child'))
+    this.#rpc.close('the host let go of the child')
     this.#host.forget(this)
   }
 }

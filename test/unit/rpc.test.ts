@@ -58,8 +58,9 @@ describe('rpc', () => {
       { type: 'text-delta', text: 'c' },
     ])
     expect(value).toBeNull()
-    expect(frames).toHaveLength(1) // the chunks and the result crossed together
-    expect(frames[0]!.map((m) => m.type)).toEqual(['rpc/chunks', 'rpc/result'])
+    // The chunks and the result crossed together, as one message.
+    expect(frames).toHaveLength(1)
+    expect(frames[0]!.map((m) => m.type)).toEqual(['rpc/result'])
   })
 
   it('rejects with the remote error, keeping its name and code', async () => {
