@@ -125,7 +125,7 @@ describe('rpc', () => {
   it('closing rejects every pending call and every later one: nothing hangs', async () => {
     const { client } = pair({ model: () => new Promise(() => {}), tool: () => new Promise(() => {}) })
     const pending = [client.call('model', { provider: 'p', request }), client.call('tool', { name: 't', callId: 'x', args: {} })]
-    client.close(new Error('channel closed'))
+    client.close('channel closed')
     for (const call of pending) await expect(call).rejects.toThrow('channel closed')
     await expect(client.call('tool', { name: 't', callId: 'y', args: {} })).rejects.toThrow('channel closed')
   })
