@@ -6,31 +6,13 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHost, createMemoryStore, defineTool, ScriptedModel, textResponse, toolCallResponse, type HostOptions, type ScriptEntry, type SubagentStartRequest } from 'subagent-worker'
+import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
+import { defineTool, ScriptedModel, textResponse, toolCallResponse, type HostOptions, type ScriptEntry } from 'subagent-worker'
 import { shape, streamedRuns } from '../support/harness.js'
 
 const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
-const hosts: Array<ReturnType<typeof createHost>> = []
-afterEach(async () => {
-  await Promise.all(hosts.splice(0).map((host) => host.close()))
-})
-
-function workerHost(script: ScriptEntry[], options: HostOptions = {}) {
-  const store = createMemoryStore()
-  const host = createHost({ isolation: 'worker', agentModule: WIRE_MODULE, store, abortGraceMs: 200, ...options })
-  hosts.push(host)
-  const model = new ScriptedModel(script)
-  host.models.register('scripted', model)
-  const parent = host.createAgent({ options: { provider: 'scripted' } })
-  const run = async (request: Partial<SubagentStartRequest> = {}) => {
-    const child = await host.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal, ...request })
-    const result = await child.result
-    const events = host.agents.get(child.id)!.session.events
-    await child.dispose()
-    return { id: child.id, result, events }
-  }
-  return { host, model, parent, store, run }
-}
+afterEach(closeWorkerHosts)
+const workerHost = (script: ScriptEntry[], options: HostOptions = {}) => hostOn(WIRE_MODULE, script, options)
 
 /** A host tool that counts its runs: none of the forged calls may reach it. */
 function countedTool(name: string, extra: { needsApproval?: boolean; parameters?: object } = {}) {

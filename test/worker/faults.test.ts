@@ -5,23 +5,12 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHost, createMemoryStore, defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type HostOptions, type ScriptEntry } from 'subagent-worker'
+import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
+import { defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type HostOptions, type ScriptEntry } from 'subagent-worker'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
-const hosts: Array<ReturnType<typeof createHost>> = []
-afterEach(async () => {
-  await Promise.all(hosts.splice(0).map((host) => host.close()))
-})
-
-function workerHost(script: ScriptEntry[], options: HostOptions = {}) {
-  const store = createMemoryStore()
-  const host = createHost({ isolation: 'worker', agentModule: FAULT_MODULE, store, abortGraceMs: 200, ...options })
-  hosts.push(host)
-  const model = new ScriptedModel(script)
-  host.models.register('scripted', model)
-  const parent = host.createAgent({ options: { provider: 'scripted' } })
-  return { host, model, parent, store }
-}
+afterEach(closeWorkerHosts)
+const workerHost = (script: ScriptEntry[], options: HostOptions = {}) => hostOn(FAULT_MODULE, script, options)
 
 const signal = () => new AbortController().signal
 
