@@ -12,7 +12,22 @@ import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type Ru
 import { Outbox } from '../protocol/outbox.js'
 import { isRunnerFrame, isRunnerMessage } from '../protocol/validators.js'
 import { describeShape, messageOf } from '../protocol/values.js'
-import type { Fault, RemoteChild } from './remote-child.js'
+import type { ChildOutcome } from './result.js'
+
+/** Why a child ended when its runner did. */
+export type Fault = NonNullable<ChildOutcome['fault']>
+
+/** What the channel needs of each child placed on its runner. */
+export interface ChannelChild {
+  readonly id: string
+  /** Running its turn and not asked to stop: its runner may legitimately be too busy to answer. */
+  readonly busy: boolean
+  receive(message: Extract<RunnerMessage, { child: string }>): void
+  /** The exchange about this child broke; `what` says how. */
+  broken(what: string): void
+  /** The runner is gone. */
+  end(fault: Fault): void
+}
 
 export interface ChannelOptions {
   /** Names the runner in diagnostics, e.g. "worker thread 7". */
@@ -28,7 +43,7 @@ export interface ChannelOptions {
 
 /** The child a runner is stopped on account of, and what it is told; the others share the runner's fault. */
 export interface Culprit {
-  child: RemoteChild
+  child: ChannelChild
   fault: Fault
 }
 
@@ -36,7 +51,7 @@ export class RunnerChannel {
   readonly label: string
   readonly outbox: Outbox<HostMessage>
   readonly #options: ChannelOptions
-  readonly #children = new Map<string, RemoteChild>()
+  readonly #children = new Map<string, ChannelChild>()
   /** Children told to drop, whose runner has not confirmed yet: their late messages are expected. */
   readonly #dropping = new Set<string>()
   /** The runner loaded its agent module and answers promptly from now on. */
@@ -89,7 +104,7 @@ export class RunnerChannel {
     this.outbox.push({ type: 'ping', n: ++this.#pings })
   }
 
-  adopt(child: RemoteChild): void {
+  adopt(child: ChannelChild): void {
     this.#children.set(child.id, child)
     this.#options.changed()
   }
@@ -99,7 +114,7 @@ export class RunnerChannel {
   }
 
   /** A child left; `drop`: the runner still holds it and must be told to let it go. */
-  part(child: RemoteChild, drop: boolean): void {
+  part(child: ChannelChild, drop: boolean): void {
     if (this.#children.get(child.id) !== child) return
     this.#children.delete(child.id)
     if (this.#children.size === 0) this.#idleSince = performance.now()

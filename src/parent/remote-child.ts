@@ -19,13 +19,12 @@ import type { RunnerMessage } from '../protocol/messages.js'
 import type { SessionEvent } from '../protocol/session.js'
 import { RpcServer } from '../protocol/rpc.js'
 import { cloneableReason } from '../protocol/values.js'
-import type { RunnerChannel } from './channel.js'
+import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
 import { hostCalls } from './host-calls.js'
 import type { ChildOutcome } from './result.js'
 import type { ChildHandle, ChildMirror } from './transport.js'
 import type { Placement } from './types.js'
 
-export type Fault = NonNullable<ChildOutcome['fault']>
 
 const RELEASED: ChildOutcome = { fault: { stopReason: 'aborted', diagnostic: 'the child was released' } }
 /** What a host call still running learns when its child ends: the abort reason of its signal. */
@@ -46,7 +45,7 @@ export interface RemoteChildOptions {
   graceMs: number
 }
 
-export class RemoteChild implements ChildHandle {
+export class RemoteChild implements ChildHandle, ChannelChild {
   readonly id: string
   readonly #spec: ChildSpec
   readonly #mirror: ChildMirror
@@ -77,7 +76,6 @@ export class RemoteChild implements ChildHandle {
     })
   }
 
-  /** Running its turn and not asked to stop: its runner may legitimately be too busy to answer. */
   get busy(): boolean {
     return this.#phase === 'running' && this.#grace === undefined
   }

@@ -7,8 +7,7 @@
 import { Worker, type ResourceLimits } from 'node:worker_threads'
 import type { RunnerConfig } from '../protocol/messages.js'
 import { messageOf } from '../protocol/values.js'
-import { RunnerChannel, type Culprit } from './channel.js'
-import type { Fault } from './remote-child.js'
+import { RunnerChannel, type Culprit, type Fault } from './channel.js'
 
 const ENTRY = new URL('../worker/entry.js', import.meta.url)
 

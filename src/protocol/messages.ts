@@ -14,11 +14,12 @@
  *   liveness    host: ping {n}; runner: pong {n}.
  */
 import { ChildSpec, RemoteToolDescriptor } from './child.js'
-import { contentBlocks } from './content.js'
+import { contentBlocks, type ContentBlockSchema } from './content.js'
 import { WireError } from './error.js'
 import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
 import { anything, arrayOf, closed, count, ref, string, union, variant, type Wire } from './schema.js'
-import { KnownSessionEvent } from './session.js'
+import { KnownSessionEvent, type KnownSessionEventSchema } from './session.js'
+import type { StreamChunkSchema } from './stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
@@ -58,7 +59,7 @@ export const HostMessage = {
   ]),
 } as const
 export type HostMessageSchema = typeof HostMessage
-export type HostMessage = Wire<HostMessageSchema>
+export type HostMessage = Wire<HostMessageSchema, [ContentBlockSchema, StreamChunkSchema]>
 
 export const RunnerMessage = {
   $id: 'urn:subagent-worker:runner-message',
@@ -82,7 +83,7 @@ export const RunnerMessage = {
   ]),
 } as const
 export type RunnerMessageSchema = typeof RunnerMessage
-export type RunnerMessage = Wire<RunnerMessageSchema>
+export type RunnerMessage = Wire<RunnerMessageSchema, [ContentBlockSchema, KnownSessionEventSchema]>
 
 share(HostMessage, RunnerMessage)
 export const HostFrame = { type: 'array', minItems: 1, items: ref(HostMessage.$id) } as const

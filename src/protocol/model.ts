@@ -1,5 +1,5 @@
 /** A model request as data (everything but its abort signal): what a host-placed model is called with. */
-import { contentBlocks } from './content.js'
+import { contentBlocks, type ContentBlockSchema } from './content.js'
 import { arrayOf, boolean, closed, object, string, union, type Wire } from './schema.js'
 
 /** What the model sees of a tool. */
@@ -14,7 +14,7 @@ export const ModelMessage = union(
   ],
   'role',
 )
-export type ModelMessage = Wire<typeof ModelMessage>
+export type ModelMessage = Wire<typeof ModelMessage, [ContentBlockSchema]>
 
 export const ModelRequestData = closed(
   {
@@ -28,4 +28,4 @@ export const ModelRequestData = closed(
   },
   ['system', 'tools', 'maxTokens'],
 )
-export type ModelRequestData = Wire<typeof ModelRequestData>
+export type ModelRequestData = Wire<typeof ModelRequestData, [ContentBlockSchema]>

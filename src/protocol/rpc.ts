@@ -8,15 +8,16 @@
  * closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
  */
 import { fromWireError, toWireError, WireError } from './error.js'
+import type { ContentBlockSchema } from './content.js'
 import { ModelRequestData } from './model.js'
 import type { Sink } from './outbox.js'
 import { anything, boolean, closed, object, ref, string, variant, type JSONSchema, type Wire } from './schema.js'
-import { StreamChunk } from './stream.js'
-import { ProtocolError, validatorOf, type Validator } from './validate.js'
+import { StreamChunk, type StreamChunkSchema } from './stream.js'
+import { ProtocolError, validator, type Validator } from './validate.js'
 import { cloneableReason } from './values.js'
 
 export const ModelCall = closed({ provider: string, request: ModelRequestData })
-export type ModelCall = Wire<typeof ModelCall>
+export type ModelCall = Wire<typeof ModelCall, [ContentBlockSchema]>
 export const ToolCall = closed({ name: string, callId: string, args: object })
 export type ToolCall = Wire<typeof ToolCall>
 export const ToolReply = closed({ text: string, concluded: boolean, value: anything }, ['value'])
@@ -53,15 +54,17 @@ export const RpcChunks = variant('rpc/chunks', { child, call, chunks: { type: 'a
 /** The result; the call's last chunks ride with it when they were not sent yet. */
 export const RpcReturn = variant('rpc/result', { child, call, value: anything, chunks: { type: 'array', items: ref(StreamChunk.$id) } }, ['value', 'chunks'])
 export const RpcFailure = variant('rpc/error', { child, call, error: WireError })
-export type RpcReply = Wire<typeof RpcChunks> | Wire<typeof RpcReturn> | Wire<typeof RpcFailure>
+type RpcChunks = Wire<typeof RpcChunks, [StreamChunkSchema]>
+type RpcReturn = Wire<typeof RpcReturn, [StreamChunkSchema]>
+export type RpcReply = RpcChunks | RpcReturn | Wire<typeof RpcFailure>
 
 const payloadIs: { [M in RpcMethod]: Validator<RpcPayload<M>> } = {
-  model: validatorOf<ModelCall>(RPC_METHODS.model.payload),
-  tool: validatorOf<ToolCall>(RPC_METHODS.tool.payload),
+  model: validator<ModelCall>(RPC_METHODS.model.payload),
+  tool: validator<ToolCall>(RPC_METHODS.tool.payload),
 }
 const resultIs: { [M in RpcMethod]: Validator<RpcResult<M>> } = {
-  model: validatorOf<null>(RPC_METHODS.model.result),
-  tool: validatorOf<ToolReply>(RPC_METHODS.tool.result),
+  model: validator<null>(RPC_METHODS.model.result),
+  tool: validator<ToolReply>(RPC_METHODS.tool.result),
 }
 
 interface Pending {
@@ -138,7 +141,7 @@ export type RpcHandlers = { [M in RpcMethod]: (payload: RpcPayload<M>, context: 
 interface ActiveCall {
   controller: AbortController
   /** The chunks message queued in the sink's current epoch, still open for more chunks (or for the result). */
-  open: { message: Wire<typeof RpcChunks> | Wire<typeof RpcReturn>; epoch: number } | undefined
+  open: { message: RpcChunks | RpcReturn; epoch: number } | undefined
 }
 
 /** The serving side, one per child: checks each payload, then runs its handler with its own AbortController. */
@@ -203,7 +206,7 @@ export class RpcServer {
 
   /** A result whose last chunks are still queued turns that message into the result: one message, not two. */
   #return(id: number, active: ActiveCall, value: unknown): void {
-    const open = this.#open(active) as Wire<typeof RpcReturn> | undefined
+    const open = this.#open(active) as RpcReturn | undefined
     if (!open || this.#active.get(id) !== active || active.controller.signal.aborted) {
       return this.#reply(id, active, { type: 'rpc/result', child: this.#child, call: id, ...(value === null ? {} : { value }) })
     }

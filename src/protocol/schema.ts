@@ -4,19 +4,12 @@
  * run time), and Ajv compiles its validator. Shapes used in many places have an `$id`, are
  * compiled once, and are referenced with `ref`.
  */
-import type { FromSchema, JSONSchema } from 'json-schema-to-ts'
-import type { ContentBlockSchema } from './content.js'
-import type { HostMessageSchema, RunnerMessageSchema } from './messages.js'
-import type { KnownSessionEventSchema } from './session.js'
-import type { StreamChunkSchema } from './stream.js'
+import type { FromSchema, FromSchemaOptions, JSONSchema } from 'json-schema-to-ts'
 
 export type { JSONSchema }
 
-/** The shapes other shapes refer to by `$id` (see `ref`). */
-type Shared = [ContentBlockSchema, KnownSessionEventSchema, StreamChunkSchema, HostMessageSchema, RunnerMessageSchema]
-
-/** The TypeScript type of a wire shape. */
-export type Wire<S extends JSONSchema> = FromSchema<S, { references: Shared }>
+/** The TypeScript type of a wire shape; `Refs` lists the shared shapes it `ref`s (by their schema types). */
+export type Wire<S extends JSONSchema, Refs extends Exclude<FromSchemaOptions['references'], false | undefined> = []> = FromSchema<S, { references: Refs }>
 
 type Properties = Record<string, JSONSchema>
 type Keys<P> = readonly (keyof P & string)[]

@@ -2,7 +2,7 @@
  * Sessions: a header and an append-only list of events. The host keeps a mirror of every child's
  * session (built from streamed events), so these shapes are what crosses the thread boundary.
  */
-import { contentBlocks } from './content.js'
+import { contentBlocks, type ContentBlockSchema } from './content.js'
 import { anything, boolean, closed, count, number, string, union, variant, type JSONSchema, type Wire } from './schema.js'
 import { share } from './validate.js'
 
@@ -44,7 +44,7 @@ export const ToolResultData = closed(
   { callId: string, name: string, isError: boolean, code: ToolErrorCode, content: contentBlocks, value: anything },
   ['code', 'value'],
 )
-export type ToolResultData = Wire<typeof ToolResultData>
+export type ToolResultData = Wire<typeof ToolResultData, [ContentBlockSchema]>
 
 const event = <const T extends string, const D extends JSONSchema>(type: T, data: D) => variant(type, { seq: count, data })
 
@@ -63,7 +63,7 @@ export const KnownSessionEvent = {
 } as const
 share(KnownSessionEvent)
 export type KnownSessionEventSchema = typeof KnownSessionEvent
-export type KnownSessionEvent = Wire<KnownSessionEventSchema>
+export type KnownSessionEvent = Wire<KnownSessionEventSchema, [ContentBlockSchema]>
 
 export type SessionEventMap = { [E in KnownSessionEvent as E['type']]: E['data'] }
 export type SessionEventType = keyof SessionEventMap

@@ -4,7 +4,6 @@
  * its `$id` (by the module that defines it), compiled once, and referenced from the others.
  */
 import { Ajv, type ValidateFunction } from 'ajv'
-import type { JSONSchema, Wire } from './schema.js'
 
 // strictRequired is off: a discriminated oneOf lists its tag as required at its root by design.
 const ajv = new Ajv({ discriminator: true, allErrors: false, strict: true, strictRequired: false })
@@ -27,13 +26,8 @@ export interface Validator<T> {
   explain(value: unknown, what: string): string
 }
 
-/** A lazily compiled, cached validator for a wire shape, typed by it. */
-export function validator<const S extends JSONSchema>(schema: S): Validator<Wire<S>> {
-  return validatorOf<Wire<S>>(schema as object)
-}
-
-/** The same, for a shape whose type is declared by hand (an open one, such as a foreign event). */
-export function validatorOf<T>(schema: object): Validator<T> {
+/** A lazily compiled, cached validator for a wire shape; `T` is the shape's type (as its module derives it). */
+export function validator<T>(schema: object): Validator<T> {
   let compiled: ValidateFunction | undefined
   const id = (schema as { $id?: unknown }).$id
   const compile = (): ValidateFunction => (compiled ??= (typeof id === 'string' && ajv.getSchema(id)) || ajv.compile(schema))

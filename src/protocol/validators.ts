@@ -3,15 +3,15 @@ import { ContentBlock } from './content.js'
 import { HostFrame, HostMessage, RunnerFrame, RunnerMessage } from './messages.js'
 import { KnownSessionEvent, SessionEvent } from './session.js'
 import { StreamChunk } from './stream.js'
-import { validator, validatorOf } from './validate.js'
+import { validator } from './validate.js'
 
-export const isContentBlock = validator(ContentBlock)
+export const isContentBlock = validator<ContentBlock>(ContentBlock)
 /** A known event with its data checked: what a child may stream back. */
-export const isKnownSessionEvent = validator(KnownSessionEvent)
+export const isKnownSessionEvent = validator<KnownSessionEvent>(KnownSessionEvent)
 /** Any well-formed event: what a foreign parent's session may contain. */
-export const isSessionEvent = validatorOf<SessionEvent>(SessionEvent)
-export const isStreamChunk = validator(StreamChunk)
-export const isHostFrame = validator(HostFrame)
-export const isHostMessage = validator(HostMessage)
-export const isRunnerFrame = validator(RunnerFrame)
-export const isRunnerMessage = validator(RunnerMessage)
+export const isSessionEvent = validator<SessionEvent>(SessionEvent)
+export const isStreamChunk = validator<StreamChunk>(StreamChunk)
+export const isHostFrame = validator<HostMessage[]>(HostFrame)
+export const isHostMessage = validator<HostMessage>(HostMessage)
+export const isRunnerFrame = validator<RunnerMessage[]>(RunnerFrame)
+export const isRunnerMessage = validator<RunnerMessage>(RunnerMessage)

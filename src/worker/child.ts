@@ -15,7 +15,7 @@ import type { Sink } from '../protocol/outbox.js'
 import { RpcClient } from '../protocol/rpc.js'
 import type { SessionEvent } from '../protocol/session.js'
 import { ProtocolError } from '../protocol/validate.js'
-import type { LocalModule } from './runner.js'
+import type { LocalModule } from './flushing.js'
 import { remoteModel, remoteTool } from './remote.js'
 
 type Create = Extract<HostMessage, { type: 'create' }>

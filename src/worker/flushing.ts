@@ -11,7 +11,14 @@ import type { StreamChunk } from '../protocol/stream.js'
 /** Runs module code after the queued messages are sent (see Outbox.afterSent). */
 export type Guard = <T>(code: () => T) => Promise<Awaited<T>>
 
-export function flushing(module: AgentModule, guard: Guard): { models: Record<string, Model>; tools: ToolDefinition[]; hooks: AgentHooks } {
+/** The agent module as the children of one runner use it: each entry guarded. */
+export interface LocalModule {
+  models: Record<string, Model>
+  tools: ToolDefinition[]
+  hooks: AgentHooks
+}
+
+export function flushing(module: AgentModule, guard: Guard): LocalModule {
   const models: Record<string, Model> = {}
   for (const [name, model] of Object.entries(module.models ?? {})) models[name] = { stream: (request) => pulls(() => model.stream(request), guard) }
   // Object.create keeps everything else of the tool (render, flags), wherever it is defined.

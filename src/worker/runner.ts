@@ -3,23 +3,14 @@
  * nothing of threads: whoever starts it gives it a `send(frame)` and feeds it each frame received
  * (a worker thread today; a child process or a node can do the same).
  */
-import type { AgentHooks } from '../agent/module.js'
 import { loadAgentModule } from '../agent/module-loader.js'
-import type { Model } from '../agent/model.js'
-import type { ToolDefinition } from '../agent/tools.js'
 import { toWireError } from '../protocol/error.js'
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
 import { Outbox } from '../protocol/outbox.js'
 import { ProtocolError } from '../protocol/validate.js'
 import { isHostFrame } from '../protocol/validators.js'
-import { RunnerChild } from './child.js'
-import { flushing } from './flushing.js'
-
-export interface LocalModule {
-  models: Record<string, Model>
-  tools: ToolDefinition[]
-  hooks: AgentHooks
-}
+import { RunnerChild, type ChildHost } from './child.js'
+import { flushing, type LocalModule } from './flushing.js'
 
 export class Runner {
   readonly #children = new Map<string, RunnerChild>()
@@ -81,7 +72,7 @@ export class Runner {
     this.#local.then(ready, ready)
   }
 
-  #childHost(config: RunnerConfig, local: Promise<LocalModule>) {
+  #childHost(config: RunnerConfig, local: Promise<LocalModule>): ChildHost {
     return {
       outbox: this.#outbox,
       config,
