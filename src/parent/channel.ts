@@ -54,8 +54,12 @@ export class RunnerChannel {
   readonly #children = new Map<string, ChannelChild>()
   /** Children told to drop, whose runner has not confirmed yet: their late messages are expected. */
   readonly #dropping = new Set<string>()
+  /** The runner said hello in a version this host speaks. */
+  #greeted = false
   /** The runner loaded its agent module and answers promptly from now on. */
   #ready = false
+  /** The runner broke the protocol: nothing more it sends is read. */
+  #distrusted = false
   #ended = false
   /** When the unanswered ping was sent (performance.now()), if one is. */
   #pingedAt: number | undefined
@@ -75,6 +79,11 @@ export class RunnerChannel {
       },
     })
     this.outbox.push({ type: 'welcome', v: PROTOCOL_VERSION, config: options.config })
+  }
+
+  /** Whether the runner ever answered: one that dies before that will not start either if tried again. */
+  get greeted(): boolean {
+    return this.#greeted
   }
 
   /** Children holding a slot on this runner. */
@@ -130,15 +139,15 @@ export class RunnerChannel {
   }
 
   receive(frame: unknown): void {
-    if (this.#ended) return
+    if (this.#ended || this.#distrusted) return
     this.#pingedAt = undefined
     if (isRunnerFrame(frame)) {
-      for (const message of frame) if (!this.#ended) this.#dispatch(message)
+      for (const message of frame) if (!this.#ended && !this.#distrusted) this.#dispatch(message)
       return
     }
     if (!Array.isArray(frame) || frame.length === 0) return this.#violation(`a malformed frame ${describeShape(frame)}`)
     for (const message of frame as unknown[]) {
-      if (this.#ended) return
+      if (this.#ended || this.#distrusted) return
       if (isRunnerMessage(message)) {
         this.#dispatch(message)
         continue
@@ -169,6 +178,7 @@ export class RunnerChannel {
             diagnostic: `the ${this.label} speaks frame protocol v${message.v} but this host speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`,
           })
         }
+        this.#greeted = true
         return
       case 'fatal':
         return this.kill({ stopReason: 'error', diagnostic: `the ${this.label} gave up on its channel: ${message.error.message}` })
@@ -191,6 +201,7 @@ export class RunnerChannel {
 
   /** The runner broke the protocol in a way no single child accounts for: it cannot be trusted. */
   #violation(what: string): void {
+    this.#distrusted = true
     this.kill({ stopReason: 'error', diagnostic: `protocol error: the ${this.label} sent ${what}, so it was stopped` })
   }
 }

@@ -108,7 +108,8 @@ export class ThreadPool {
       exited: (gone) => {
         this.#threads.delete(gone)
         if (this.#closed) return
-        this.#keepWarm()
+        // A thread that never answered would not start again either (a broken install): no restart loop.
+        if (gone.channel.greeted) this.#keepWarm()
         this.#wake()
       },
     })

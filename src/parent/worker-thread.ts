@@ -30,6 +30,8 @@ export class WorkerThread {
   #stopping: { fault: Fault; culprit?: Culprit } | undefined
   #crash: Error | undefined
   #gone = false
+  /** Settles the children if a terminated thread never reports its exit. */
+  #exitWait: NodeJS.Timeout | undefined
   #markExited!: () => void
   #referenced = false
 
@@ -72,12 +74,13 @@ export class WorkerThread {
     if (this.#stopping || this.#gone) return
     this.#stopping = culprit ? { fault, culprit } : { fault }
     void this.#worker.terminate()
-    setTimeout(() => this.#exited(undefined), EXIT_WAIT_MS).unref()
+    this.#exitWait = setTimeout(() => this.#exited(undefined), EXIT_WAIT_MS).unref()
   }
 
   #exited(code: number | undefined): void {
     if (this.#gone) return
     this.#gone = true
+    clearTimeout(this.#exitWait)
     const fault = this.#stopping?.fault ?? (this.#crash ? crashFault(this.#crash) : exitFault(code))
     this.channel.end(fault, this.#stopping?.culprit)
     this.#worker.unref()

@@ -84,6 +84,8 @@ describe('runner channel: the host trusts nothing the runner sends', () => {
     const { outcome } = await running(setup, 'mine')
     setup.ch.receive([{ type: 'idle', child: 'someone-else' }])
     expect(setup.kills).toEqual([{ stopReason: 'error', diagnostic: "protocol error: the test runner sent a 'idle' message for a child it does not host, so it was stopped" }])
+    // From then on nothing it sends is read: not even an idle for its own child.
+    setup.ch.receive([{ type: 'idle', child: 'mine' }])
     setup.ch.end(setup.kills[0] as never)
     expect(await outcome).toEqual({ fault: setup.kills[0] })
   })
