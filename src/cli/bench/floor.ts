@@ -11,7 +11,7 @@ import { Piscina } from 'piscina'
 import { saturate } from './harness.js'
 import type { Plan } from './plan.js'
 import type { Progress } from './progress.js'
-import { figure } from './scenarios/scenario.js'
+import { figure } from './stats.js'
 import type { Figure } from './types.js'
 
 const FLOOR_WORKER = new URL('./floor-worker.js', import.meta.url)

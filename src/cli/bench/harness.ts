@@ -55,6 +55,11 @@ export function benchHost(variant: Variant, setup: HostSetup = {}): BenchHost {
   return { host, parent, mode, variant }
 }
 
+/** Another parent on the same host whose children use `provider`: S9 runs both model placements on one host. */
+export function withProvider(bench: BenchHost, provider: string): BenchHost {
+  return { ...bench, parent: bench.host.createAgent({ options: { provider, model: 'scripted' } }) }
+}
+
 /**
  * Registers a fresh ScriptedModel for one phase of `count` delegations, each taking `steps`
  * (one script entry per model request), and returns a function that unregisters it. A fresh

@@ -7,6 +7,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import { styleFor } from '../format.js'
 import { BENCH_USAGE, parseBenchArgs, type BenchArgs } from './args.js'
+import { createChannelFloor } from './channel-floor.js'
 import { createFloor } from './floor.js'
 import { defaultThreads } from './harness.js'
 import { backgroundBusy, machineInfo, otherLoad } from './machine.js'
@@ -42,9 +43,10 @@ async function measure(args: BenchArgs, argv: readonly string[]): Promise<BenchR
   const plan = args.quick ? QUICK_PLAN : FULL_PLAN
   const machine = machineInfo(await backgroundBusy())
   const scenarios = scenariosFor(args.only)
-  const floorUnits = (args.only.some((id) => id === 'S1' || id === 'S2') ? 1 : 0) + (args.only.includes('S3') ? 1 : 0)
+  // Two floors (bare piscina tasks, a bare channel per thread), each measured once for S1/S2 and once for S3.
+  const floorUnits = 2 * ((args.only.some((id) => id === 'S1' || id === 'S2') ? 1 : 0) + (args.only.includes('S3') ? 1 : 0))
   const progress = createProgress(scenarios.reduce((sum, s) => sum + s.units(plan), floorUnits))
-  const context = { plan, progress, floor: createFloor(plan, defaultThreads(), progress) }
+  const context = { plan, progress, floor: createFloor(plan, defaultThreads(), progress), channelFloor: createChannelFloor(plan, defaultThreads(), progress) }
   const startedAt = new Date()
   const others = otherLoad()
   const t0 = performance.now()

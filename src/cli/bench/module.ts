@@ -1,9 +1,11 @@
 /**
  * The benchmark's agent module: every worker imports it, and so does the host, so inline and
  * worker children run the very same tool code. Its tools do their work where the child runs,
- * which is what S5 (CPU in parallel) and S8 (a child that never yields) measure.
+ * which is what S5 (CPU in parallel) and S8 (a child that never yields) measure; its models
+ * answer where the child runs, with no RPC to the host (S2, S3, S9).
  */
-import { defineAgentModule, defineTool, textResponse, type Model, type StreamChunk } from '../../index.js'
+import { defineAgentModule, defineTool, ScriptedModel, textResponse, type Model, type StreamChunk } from '../../index.js'
+import { STREAM_MODEL, streamEntry } from './stream-script.js'
 import { work } from './work.js'
 
 const none = { type: 'object', properties: {} }
@@ -19,8 +21,13 @@ const echo: Model = {
   },
 }
 
+/** S9's module model: the paced stream, played by a fresh ScriptedModel per request for the same reason. */
+const stream: Model = {
+  stream: (request) => new ScriptedModel([streamEntry()]).stream(request),
+}
+
 export default defineAgentModule({
-  models: { 'bench-echo': echo },
+  models: { 'bench-echo': echo, [STREAM_MODEL]: stream },
   tools: [
     defineTool<{ iterations: number }>({
       name: 'burn',

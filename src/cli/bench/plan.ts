@@ -17,6 +17,8 @@ export interface Plan {
   memory: { children: number; rounds: number }
   /** S8: spinning children cancelled; `graceMs` is the host's abortGraceMs. */
   abort: { rounds: number; graceMs: number }
+  /** S9: `children` started at once, each streaming the fixed script of stream-script.ts, on a pool of `threads`. */
+  stream: { children: number; threads: number; rounds: number }
 }
 
 export const FULL_PLAN: Plan = {
@@ -26,6 +28,7 @@ export const FULL_PLAN: Plan = {
   cpu: { children: 32, burnMs: 50, rounds: 5 },
   memory: { children: 1000, rounds: 3 },
   abort: { rounds: 10, graceMs: 200 },
+  stream: { children: 1000, threads: 3, rounds: 3 },
 }
 
 export const QUICK_PLAN: Plan = {
@@ -35,4 +38,6 @@ export const QUICK_PLAN: Plan = {
   cpu: { children: 32, burnMs: 50, rounds: 2 },
   memory: { children: 1000, rounds: 2 },
   abort: { rounds: 3, graceMs: 200 },
+  // Fewer children, same stream (100 chunks at 20 ms): each batch still takes its ideal 2 s.
+  stream: { children: 300, threads: 3, rounds: 1 },
 }

@@ -46,3 +46,8 @@ export function round(value: number, digits = 4): number {
   const scale = 10 ** digits
   return Math.round(value * scale) / scale
 }
+
+/** A summary plus the raw samples it came from (kept for the JSON file). */
+export function figure(samples: readonly number[], better: Direction): Summary & { samples: number[] } {
+  return { ...summarize(samples, better), samples: samples.map((x) => round(x)) }
+}

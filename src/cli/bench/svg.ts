@@ -1,11 +1,13 @@
 /**
  * A self-contained SVG chart of a run: per scenario, inline and worker medians as bars with a
- * whisker out to p99, the floor and the module-model figure where there are some, and the goal
- * as a dashed line. Each scenario has its own scale (their units differ). Hand-written: a chart
- * library would be a dependency for forty lines of rectangles.
+ * whisker out to p99, the floors and the module-model figure where there are some, each goal
+ * that is on the row's own figure as a dashed line, and a reference (S9's ideal) as a dotted
+ * one. Every goal is listed under the title with its figure. Each scenario has its own scale
+ * (their units differ). Hand-written: a chart library would be a dependency for a hundred lines
+ * of rectangles.
  */
 import { describeMachine } from './machine.js'
-import { formatValue } from './report.js'
+import { formatValue, goalFigure } from './report.js'
 import type { BenchReport, Figure, ScenarioResult } from './types.js'
 
 const WIDTH = 960
@@ -15,7 +17,20 @@ const BAR_W = 540
 const BAR_H = 14
 const GAP = 4
 const HEAD = 40
-const COLORS = { inline: '#7b8794', worker: '#e8833a', moduleModel: '#f2c14e', floor: '#5a9bd5', goal: '#c0392b', met: '#2e8b57', missed: '#c0392b' }
+/** Where a row's title starts: clear of a three-character id (S9m). */
+const TEXT_X = 52
+const GOAL_LINE_H = 13
+const COLORS = {
+  inline: '#7b8794',
+  worker: '#e8833a',
+  moduleModel: '#f2c14e',
+  floor: '#5a9bd5',
+  channelFloor: '#8e6bbf',
+  goal: '#c0392b',
+  reference: '#555',
+  met: '#2e8b57',
+  missed: '#c0392b',
+}
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 
@@ -23,6 +38,8 @@ interface Bar {
   label: string
   figure: Figure | null
   color: string
+  /** A floor: left out of the row's scale, so a floor far beyond the library's figures (the channel's rate) does not flatten them. */
+  floor?: boolean
 }
 
 function barsOf(result: ScenarioResult): Bar[] {
@@ -31,27 +48,35 @@ function barsOf(result: ScenarioResult): Bar[] {
     { label: 'worker', figure: result.worker, color: COLORS.worker },
   ]
   if (result.workerModuleModel) bars.push({ label: 'worker, module model', figure: result.workerModuleModel, color: COLORS.moduleModel })
-  if (result.floor) bars.push({ label: 'floor', figure: result.floor, color: COLORS.floor })
+  if (result.floor) bars.push({ label: 'piscina floor', figure: result.floor, color: COLORS.floor, floor: true })
+  if (result.channelFloor) bars.push({ label: 'channel floor', figure: result.channelFloor, color: COLORS.channelFloor, floor: true })
   return bars
 }
 
 function row(result: ScenarioResult, top: number): { svg: string; height: number } {
   const bars = barsOf(result)
-  const height = HEAD + bars.length * (BAR_H + GAP) + 12
-  // The scale fits the medians and the goal; a p99 beyond it is clipped with an arrow, so one
-  // long tail does not shrink every bar of the row to a sliver.
-  const extent = Math.max(...bars.flatMap((b) => (b.figure ? [b.figure.median] : [])), result.goal.line ?? 0) * 1.25 || 1
+  const head = HEAD + result.goals.length * GOAL_LINE_H
+  const height = head + bars.length * (BAR_H + GAP) + 12
+  const lines = result.goals.flatMap((goal) => (goal.line === undefined ? [] : [goal.line]))
+  // The scale fits the library's medians, the goal lines and the reference; a p99 or a floor
+  // beyond it is clipped (an arrow, a break in the bar), so one long tail or one far floor does
+  // not shrink every bar of the row to a sliver.
+  const fitted = bars.flatMap((b) => (b.figure && !b.floor ? [b.figure.median] : []))
+  const extent = Math.max(...fitted, ...lines, result.reference?.value ?? 0) * 1.25 || 1
   const x = (value: number) => BAR_X + (Math.min(Math.max(0, value), extent) / extent) * BAR_W
-  const verdict = result.met ? 'met' : 'missed'
   const parts: string[] = [
     `<text x="12" y="${top + 18}" class="id">${escape(result.id)}</text>`,
-    `<text x="44" y="${top + 18}" class="title">${escape(result.title)}</text>`,
-    `<text x="44" y="${top + 32}" class="small">${escape(`${result.unit}, ${result.better} is better`)}</text>`,
-    `<text x="${WIDTH - 12}" y="${top + 18}" class="verdict" fill="${result.met ? COLORS.met : COLORS.missed}" text-anchor="end">${verdict}</text>`,
-    `<text x="${WIDTH - 12}" y="${top + 32}" class="small" text-anchor="end">goal: ${escape(result.goal.text)}</text>`,
+    `<text x="${TEXT_X}" y="${top + 18}" class="title">${escape(result.title)}</text>`,
+    `<text x="${TEXT_X}" y="${top + 32}" class="small">${escape(`${result.unit}, ${result.better} is better`)}</text>`,
+    `<text x="${WIDTH - 12}" y="${top + 18}" class="verdict" fill="${result.met ? COLORS.met : COLORS.missed}" text-anchor="end">${result.met ? 'met' : 'missed'}</text>`,
   ]
+  result.goals.forEach((goal, i) => {
+    // A style attribute, not fill=: the .small class would override a presentation attribute.
+    const text = `goal: ${goal.text} · worker ${goalFigure(goal, result.unit)} · ${goal.met ? 'met' : 'missed'}`
+    parts.push(`<text x="${TEXT_X}" y="${top + 32 + (i + 1) * GOAL_LINE_H}" class="small" style="fill: ${goal.met ? COLORS.met : COLORS.missed}">${escape(text)}</text>`)
+  })
   bars.forEach((bar, i) => {
-    const y = top + HEAD + i * (BAR_H + GAP)
+    const y = top + head + i * (BAR_H + GAP)
     const baseline = y + BAR_H - 3
     parts.push(`<text x="${LABEL_X}" y="${baseline}" class="small" text-anchor="end">${bar.label}</text>`)
     if (!bar.figure) {
@@ -63,26 +88,36 @@ function row(result: ScenarioResult, top: number): { svg: string; height: number
     const clipped = bar.figure.p99 > extent
     const mid = y + BAR_H / 2
     parts.push(`<rect x="${BAR_X}" y="${y}" width="${Math.max(1, end - BAR_X).toFixed(1)}" height="${BAR_H}" fill="${bar.color}"/>`)
-    // The whisker runs from the median to the bad tail (left of the median for rates).
-    parts.push(`<line x1="${end.toFixed(1)}" y1="${mid}" x2="${tail.toFixed(1)}" y2="${mid}" stroke="#333" stroke-width="1"/>`)
-    parts.push(
-      clipped
-        ? `<path d="M${tail - 5} ${mid - 4} L${tail} ${mid} L${tail - 5} ${mid + 4}" fill="none" stroke="#333"/>`
-        : `<line x1="${tail.toFixed(1)}" y1="${y + 3}" x2="${tail.toFixed(1)}" y2="${y + BAR_H - 3}" stroke="#333" stroke-width="1"/>`,
-    )
+    if (bar.figure.median > extent) {
+      // A break near the bar's end: its median is off the scale (its label gives it).
+      parts.push(`<path d="M${end - 14} ${y - 1} l4 ${BAR_H + 2} M${end - 9} ${y - 1} l4 ${BAR_H + 2}" stroke="#fff" stroke-width="2"/>`)
+    } else {
+      // The whisker runs from the median to the bad tail (left of the median for rates).
+      parts.push(`<line x1="${end.toFixed(1)}" y1="${mid}" x2="${tail.toFixed(1)}" y2="${mid}" stroke="#333" stroke-width="1"/>`)
+      parts.push(
+        clipped
+          ? `<path d="M${tail - 5} ${mid - 4} L${tail} ${mid} L${tail - 5} ${mid + 4}" fill="none" stroke="#333"/>`
+          : `<line x1="${tail.toFixed(1)}" y1="${y + 3}" x2="${tail.toFixed(1)}" y2="${y + BAR_H - 3}" stroke="#333" stroke-width="1"/>`,
+      )
+    }
     const labelX = Math.max(end, tail) + 6
     parts.push(`<text x="${labelX.toFixed(1)}" y="${baseline}" class="small">${escape(formatValue(bar.figure.median, result.unit))} · p99 ${escape(formatValue(bar.figure.p99, result.unit))}</text>`)
   })
-  if (result.goal.line !== undefined) {
-    const gx = x(result.goal.line).toFixed(1)
-    parts.push(`<line x1="${gx}" y1="${top + HEAD - 4}" x2="${gx}" y2="${top + height - 8}" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/>`)
+  for (const line of lines) {
+    const gx = x(line).toFixed(1)
+    parts.push(`<line x1="${gx}" y1="${top + head - 4}" x2="${gx}" y2="${top + height - 8}" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/>`)
+  }
+  if (result.reference) {
+    const rx = x(result.reference.value)
+    parts.push(`<line x1="${rx.toFixed(1)}" y1="${top + head - 4}" x2="${rx.toFixed(1)}" y2="${top + height - 8}" stroke="${COLORS.reference}" stroke-width="1" stroke-dasharray="1 2"/>`)
+    parts.push(`<text x="${(rx + 3).toFixed(1)}" y="${top + head - 6}" class="small">${escape(`${result.reference.label} ${formatValue(result.reference.value, result.unit)}`)}</text>`)
   }
   parts.push(`<line x1="0" y1="${top + height}" x2="${WIDTH}" y2="${top + height}" stroke="#e3e3e3"/>`)
   return { svg: parts.join('\n'), height }
 }
 
 export function renderSvg(report: BenchReport): string {
-  const header = 74
+  const header = 92
   const rows: string[] = []
   let top = header
   for (const result of report.scenarios) {
@@ -96,7 +131,8 @@ export function renderSvg(report: BenchReport): string {
     ['inline', COLORS.inline],
     ['worker', COLORS.worker],
     ['worker, module model (no RPC)', COLORS.moduleModel],
-    ['floor (no library)', COLORS.floor],
+    ['piscina floor (bare tasks)', COLORS.floor],
+    ['channel floor (bare channel per thread)', COLORS.channelFloor],
   ]
     .map(([label, color]) => {
       const item = `<rect x="${lx}" y="50" width="12" height="10" fill="${color}"/><text x="${lx + 16}" y="59" class="small">${escape(label!)}</text>`
@@ -104,7 +140,7 @@ export function renderSvg(report: BenchReport): string {
       return item
     })
     .join('\n')
-  const goalKey = `<line x1="${lx}" y1="55" x2="${lx + 20}" y2="55" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="${lx + 26}" y="59" class="small">goal · bar: median · whisker: p99 (arrow: beyond the scale)</text>`
+  const goalKey = `<line x1="12" y1="73" x2="32" y2="73" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="38" y="77" class="small">goal (worker median) · bar: median · whisker: p99 (arrow: beyond the scale) · break in a bar: median beyond the scale · dotted: reference</text>`
   return `<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${top + 10}" viewBox="0 0 ${WIDTH} ${top + 10}" font-family="Helvetica, Arial, sans-serif">
 <style>

@@ -15,14 +15,35 @@ export interface Figure extends Summary {
 export interface Goal {
   /** As the brief states it, e.g. `p50 <= 0.5 ms`. */
   text: string
-  /** The number the goal is judged on, in `unit` (or a ratio for ratio goals). */
+  /** The number the goal is judged on: in the scenario's unit for `value` goals, a ratio for `ratio` goals. */
   figure: number
   threshold: number
   comparison: '<=' | '>='
-  /** `ratio` goals compare worker with inline; `value` goals a figure in the scenario's unit. */
+  /** `ratio` goals compare the worker figure with a reference (inline, the floor, the ideal); `value` goals are a figure in the scenario's unit. */
   kind: 'value' | 'ratio'
-  /** Where the goal sits in the scenario's own unit (for a ratio or overhead goal, relative to the inline median), for the chart. */
+  met: boolean
+  /** Where the goal sits on the chart, in the scenario's own unit; absent when the goal is on another quantity (CPU, event-loop delay). */
   line?: number
+}
+
+/** A secondary figure per variant: the worker's, inline's (when it can run) and the module-model worker's (where measured). */
+export interface ByVariant {
+  inline: Figure | null
+  worker: Figure
+  workerModuleModel?: Figure
+}
+
+/** Secondary figures. The named ones are shown in the notes under the table; any other key goes to the JSON only. */
+export interface Extra {
+  /** Whole-process CPU time (every thread) per delegation, in µs: each round's CPU over its delegations. */
+  cpuUsPerDelegation?: ByVariant
+  /** Whole-process CPU time per streamed chunk, in µs. */
+  cpuUsPerChunk?: ByVariant
+  /** The host's event-loop delay during each batch, in ms: each round's p99 and max. */
+  eventLoopDelayMs?: { p99: ByVariant; max: ByVariant }
+  /** The wall-time medians over the ideal wall time (S9). */
+  wallOverIdeal?: { inline: number; worker: number }
+  [key: string]: unknown
 }
 
 export interface ScenarioResult {
@@ -40,16 +61,21 @@ export interface ScenarioResult {
   inline: Figure | null
   inlineNote?: string
   worker: Figure
-  /** The bare piscina round trip measured in the same run (S1-S3). */
+  /** The bare piscina task measured in the same run (S1-S3), or the same CPU burns as bare piscina tasks (S5). */
   floor?: Figure
+  /** The bare persistent channel per thread, messages coalesced per turn, measured in the same run (S1-S3). */
+  channelFloor?: Figure
   /** The worker figure again with a module model: no host round trip per model step (S2, S3). */
   workerModuleModel?: Figure
+  /** A value the figures are read against (S9: the ideal wall time), drawn on the chart. */
+  reference?: { label: string; value: number }
   /** worker median / inline median; `null` when there is no inline figure. */
   ratio: number | null
-  goal: Goal
+  goals: Goal[]
+  /** Every goal met. */
   met: boolean
-  /** Secondary figures (e.g. heap vs RSS, per-delegation latency in throughput runs). */
-  extra?: Record<string, unknown>
+  /** Secondary figures (e.g. CPU per delegation, heap vs RSS, per-delegation latency in throughput runs). */
+  extra?: Extra
 }
 
 export interface BenchReport {

@@ -7,7 +7,8 @@
  */
 import { toolCallResponse } from '../../../index.js'
 import { benchHost, defaultThreads, expectStop, HOST_MODEL, sleep, start, useScript, type BenchHost } from '../harness.js'
-import { valueGoal, figure, isMet, type Scenario } from './scenario.js'
+import { allMet, valueGoal, type Scenario } from './scenario.js'
+import { figure } from '../stats.js'
 
 /** Time the tool is given to be well inside its loop before the abort. */
 const SPIN_BEFORE_ABORT_MS = 20
@@ -69,8 +70,8 @@ export const s8: Scenario = {
         inlineNote: "not applicable: an inline child's spinning tool holds the host's own thread, so the abort can never be delivered",
         worker,
         ratio: null,
-        goal,
-        met: isMet(goal),
+        goals: [goal],
+        met: allMet([goal]),
         extra: { overGraceMs: { median: worker.median - graceMs, p99: worker.p99 - graceMs } },
       },
     ]

@@ -5,20 +5,14 @@
  * thread; on workers the burns run in parallel on other threads.
  */
 import { availableParallelism } from 'node:os'
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
-import { setImmediate as turn } from 'node:timers/promises'
+import type { IntervalHistogram } from 'node:perf_hooks'
 import { textResponse, toolCallResponse } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, useScript, type BenchHost } from '../harness.js'
+import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../loop-delay.js'
 import { work } from '../work.js'
 import type { Figure, Mode, ScenarioResult } from '../types.js'
-import { figure, isMet, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
-
-/**
- * The histogram's sampling timer period. Each recorded value is a whole period (the timer's
- * expected wait plus its delay), so the period is subtracted to report the delay alone.
- */
-const RESOLUTION_MS = 1
-const NS_PER_MS = 1e6
+import { allMet, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
+import { figure } from '../stats.js'
 
 /** Iterations of `work` that take `ms` on this thread, on an idle core (the best of several tries). */
 function calibrate(ms: number): number {
@@ -43,14 +37,6 @@ async function batch(bench: BenchHost, children: number, iterations: number): Pr
   script.done()
   return elapsed
 }
-
-/** Lets the event loop run a few monitor periods. */
-async function loopTurns(): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, 3 * RESOLUTION_MS))
-  await turn()
-}
-
-const delayMs = (ns: number) => Math.max(0, ns / NS_PER_MS - RESOLUTION_MS)
 
 function delayFigure(total: IntervalHistogram, roundP99s: number[]): Figure {
   return {
@@ -84,14 +70,13 @@ export const s5: Scenario = {
       // One transport's rounds back to back, so its histogram runs once, without gaps: a
       // re-enabled monitor would count the time it was off as one huge delay.
       for (const bench of hosts) {
-        const total = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
+        const total = loopMonitor()
         const p99s: number[] = []
         total.enable()
         for (let r = 0; r < rounds; r++) {
-          const round = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
+          const round = loopMonitor()
           round.enable()
-          // A monitor records the gap between two of its ticks, so it must tick once before the
-          // batch (or a block from the very start is never seen) and once after it.
+          // Ticks before and after the batch (see loop-delay.ts).
           await loopTurns()
           walls[bench.mode].push(await batch(bench, children, iterations))
           await loopTurns()
@@ -111,7 +96,8 @@ export const s5: Scenario = {
     const inline = figure(walls.inline, 'lower')
     const worker = figure(walls.worker, 'lower')
     const ratio = ratioOf(worker, inline) ?? Infinity
-    const wallGoal = ratioGoal('wall <= 0.55 × inline on 2 cores', '<=', ratio, 0.55, inline.median)
+    // The floor did the same burns as bare piscina tasks: what this machine's cores give at best.
+    const wallGoal = ratioGoal('wall <= 1.05 × floor', '<=', worker.median / floor.median, 1.05, floor.median)
     const delayGoal = valueGoal('p99 <= 10 ms', '<=', delays.worker.p99, 10, 10)
     return [
       {
@@ -126,8 +112,8 @@ export const s5: Scenario = {
         worker,
         floor,
         ratio,
-        goal: wallGoal,
-        met: isMet(wallGoal),
+        goals: [wallGoal],
+        met: allMet([wallGoal]),
         extra: { idealWorkerMs: (children * burnMs) / Math.min(threads, availableParallelism()), floorRatio: floor.median / inline.median },
       },
       {
@@ -141,8 +127,8 @@ export const s5: Scenario = {
         inline: delays.inline,
         worker: delays.worker,
         ratio: ratioOf(delays.worker, delays.inline),
-        goal: delayGoal,
-        met: isMet(delayGoal),
+        goals: [delayGoal],
+        met: allMet([delayGoal]),
       },
     ]
   },

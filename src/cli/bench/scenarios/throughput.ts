@@ -1,12 +1,14 @@
 /**
  * S3 and S4: many delegations in flight. Each round pushes `total` delegations through
- * `inFlight` lanes and yields one rate sample; rounds alternate inline and worker.
+ * `inFlight` lanes and yields one rate sample and one CPU-per-delegation sample (the whole
+ * process, every thread: a worker's rate is worth less if it burns more cores to get there);
+ * rounds alternate inline and worker.
  */
 import { textResponse, toolCallResponse, type PoolOptions, type ScriptEntry } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost, type Variant } from '../harness.js'
-import { summarize } from '../stats.js'
-import type { ScenarioResult } from '../types.js'
-import { ratioGoal, valueGoal, figure, isMet, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
+import { summarize, figure } from '../stats.js'
+import type { ByVariant, ScenarioResult } from '../types.js'
+import { allMet, cpuSince, ratioGoal, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
 
 interface Load {
   warmup: number
@@ -21,6 +23,8 @@ interface Load {
 interface Rates {
   rates: Record<Variant, number[]>
   latencies: Record<Variant, number[]>
+  /** µs of whole-process CPU per delegation, one sample a round. */
+  cpu: Record<Variant, number[]>
 }
 
 const none = (): Record<Variant, number[]> => ({ inline: [], worker: [], workerModuleModel: [] })
@@ -29,13 +33,18 @@ async function pump(context: ScenarioContext, load: Load): Promise<Rates> {
   const hosts = load.variants.map((variant) => benchHost(variant, { pool: load.pool }))
   const rates = none()
   const latencies = none()
+  const cpu = none()
   const round = async (bench: BenchHost, total: number, record: boolean) => {
     const script = useScript(bench, total, load.steps)
+    const cpu0 = process.cpuUsage()
     const t0 = performance.now()
     await saturate(total, load.inFlight, () => delegate(bench), record ? (ms) => latencies[bench.variant].push(ms) : undefined)
     const seconds = (performance.now() - t0) / 1000
+    const cpuUs = cpuSince(cpu0)
     script.done()
-    if (record) rates[bench.variant].push(total / seconds)
+    if (!record) return
+    rates[bench.variant].push(total / seconds)
+    cpu[bench.variant].push(cpuUs / total)
   }
   try {
     for (const bench of hosts) await round(bench, load.warmup, false)
@@ -47,7 +56,13 @@ async function pump(context: ScenarioContext, load: Load): Promise<Rates> {
   } finally {
     await Promise.all(hosts.map(({ host }) => host.close()))
   }
-  return { rates, latencies }
+  return { rates, latencies, cpu }
+}
+
+/** Each measured variant's CPU per delegation. */
+function cpuFigures(cpu: Record<Variant, number[]>): ByVariant {
+  const moduleModel = cpu.workerModuleModel.length > 0 ? { workerModuleModel: figure(cpu.workerModuleModel, 'lower') } : {}
+  return { inline: figure(cpu.inline, 'lower'), worker: figure(cpu.worker, 'lower'), ...moduleModel }
 }
 
 /** Per-delegation latency inside a throughput run: what a caller waits while the host is saturated. */
@@ -69,10 +84,15 @@ export const s3: Scenario = {
     const { warmup, total, inFlight, rounds } = context.plan.throughput
     // Enough slots for every lane: the admission queue would otherwise cap concurrency at the thread count.
     const pool = threadsFor(inFlight)
-    const { rates, latencies } = await pump(context, { warmup, total, inFlight, rounds, steps: [textResponse('done')], pool, variants: ['inline', 'worker', 'workerModuleModel'] })
+    const { rates, latencies, cpu } = await pump(context, { warmup, total, inFlight, rounds, steps: [textResponse('done')], pool, variants: ['inline', 'worker', 'workerModuleModel'] })
     const inline = figure(rates.inline, 'higher')
     const worker = figure(rates.worker, 'higher')
-    const goal = valueGoal('>= 5,000 delegations/s', '>=', worker.median, 5000, 5000)
+    const ratio = ratioOf(worker, inline) ?? 0
+    const cpuUsPerDelegation = cpuFigures(cpu)
+    const goals = [
+      ratioGoal("rate >= inline's", '>=', ratio, 1, inline.median),
+      ratioGoal('CPU/delegation <= 2 × inline', '<=', ratioOf(cpuUsPerDelegation.worker, cpuUsPerDelegation.inline) ?? Infinity, 2),
+    ]
     return [
       {
         id: 'S3',
@@ -85,11 +105,12 @@ export const s3: Scenario = {
         inline,
         worker,
         floor: await context.floor.throughput({ threads: pool.maxThreads, concurrentTasksPerWorker: pool.childrenPerWorker }),
+        channelFloor: await context.channelFloor.throughput({ threads: pool.maxThreads }),
         workerModuleModel: figure(rates.workerModuleModel, 'higher'),
-        ratio: ratioOf(worker, inline),
-        goal,
-        met: isMet(goal),
-        extra: latencyExtra(latencies),
+        ratio,
+        goals,
+        met: allMet(goals),
+        extra: { cpuUsPerDelegation, ...latencyExtra(latencies) },
       },
     ]
   },
@@ -107,7 +128,7 @@ export const s4: Scenario = {
       { delayMs: latencyMs, chunks: toolCallResponse('call-1', 'burn', { iterations: 0 }) },
       { delayMs: latencyMs, chunks: textResponse('done') },
     ]
-    const { rates, latencies } = await pump(context, { warmup, total, inFlight, rounds, steps, pool, variants: ['inline', 'worker'] })
+    const { rates, latencies, cpu } = await pump(context, { warmup, total, inFlight, rounds, steps, pool, variants: ['inline', 'worker'] })
     const inline = figure(rates.inline, 'higher')
     const worker = figure(rates.worker, 'higher')
     const ratio = ratioOf(worker, inline) ?? 0
@@ -124,9 +145,9 @@ export const s4: Scenario = {
         inline,
         worker,
         ratio,
-        goal,
-        met: isMet(goal),
-        extra: latencyExtra(latencies),
+        goals: [goal],
+        met: allMet([goal]),
+        extra: { cpuUsPerDelegation: cpuFigures(cpu), ...latencyExtra(latencies) },
       },
     ]
   },
