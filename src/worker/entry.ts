@@ -9,3 +9,4 @@ if (!parentPort) throw new Error("subagent-worker's thread entry runs only insid
 const port = parentPort
 const runner = new Runner((frame) => port.postMessage(frame))
 port.on('message', (frame: unknown) => runner.receive(frame))
+port.on('messageerror', (error: Error) => runner.unreadable(error))

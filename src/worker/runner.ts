@@ -40,6 +40,11 @@ export class Runner {
     }
   }
 
+  /** A frame arrived that could not be decoded: whatever it carried is lost, so no child here can be trusted to go on. */
+  unreadable(error: Error): void {
+    this.#fatal(new ProtocolError(`a frame from the host could not be read: ${error.message}`))
+  }
+
   #dispatch(message: HostMessage): void {
     switch (message.type) {
       case 'welcome':

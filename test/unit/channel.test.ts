@@ -70,6 +70,17 @@ describe('runner channel: handshake', () => {
       { type: 'fatal', error: expect.objectContaining({ name: 'ProtocolError', message: `the host speaks frame protocol v99 but this runner speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker` }) },
     ])
   })
+
+  it('a runner that cannot read a frame from the host gives up on the channel and says why', async () => {
+    const frames: unknown[][] = []
+    const runner = new Runner((frame) => void frames.push(frame))
+    runner.unreadable(new Error('Maximum call stack size exceeded'))
+    await turn()
+    expect(frames.flat()).toContainEqual({
+      type: 'fatal',
+      error: expect.objectContaining({ name: 'ProtocolError', message: 'a frame from the host could not be read: Maximum call stack size exceeded' }),
+    })
+  })
 })
 
 describe('runner channel: the host trusts nothing the runner sends', () => {
