@@ -25,7 +25,6 @@ import type { ChildOutcome } from './result.js'
 import type { ChildHandle, ChildMirror } from './transport.js'
 import type { Placement } from './types.js'
 
-
 const RELEASED: ChildOutcome = { fault: { stopReason: 'aborted', diagnostic: 'the child was released' } }
 /** What a host call still running learns when its child ends: the abort reason of its signal. */
 const RUNNER_GONE = { kind: 'runner-gone' }
