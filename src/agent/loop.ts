@@ -160,7 +160,7 @@ export class AgentRuntime implements Agent {
     let text = ''
     const calls: ToolCallBlock[] = []
     let usage: Usage | undefined
-    let finish: FinishReason = 'stop'
+    let finish: FinishReason | undefined
     try {
       for await (const chunk of untilAbort(model.stream(request), signal)) {
         if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk ${describeShape(chunk)}`)
@@ -186,6 +186,8 @@ export class AgentRuntime implements Agent {
       return { end: { kind: 'error', message: `model stream failed: ${messageOf(error)}` } }
     }
     if (signal.aborted) return { end: aborted(signal) }
+    // A stream that just stops may have been cut off: its text and calls cannot be trusted whole.
+    if (finish === undefined) return { end: { kind: 'error', message: 'model stream failed: the stream ended without a finish chunk, so the answer may be cut off' } }
 
     const textBlocks: ContentBlock[] = text ? [{ type: 'text', text }] : []
     // A cut-off or refused step never runs its calls (their arguments may be incomplete), so its

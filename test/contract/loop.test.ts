@@ -201,6 +201,17 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     expect(withoutDiagnostic(result)).toEqual({ output: [], stopReason: 'error' })
   })
 
+  it('a stream that ends without a finish chunk ends the turn error, whatever it streamed: it may be cut off', async () => {
+    const fixture = setup(transport, [[text('half an ans'), call('c1', 'echo', '{"text":')], textResponse('never requested')])
+    const { events, result } = await spawnChild(fixture)
+    expect(turnEnds(events)).toEqual([{ kind: 'error', message: expect.stringContaining('ended without a finish chunk') }])
+    // Nothing of the step is taken as a whole message, and its (perhaps truncated) call never runs.
+    expect(types(events)).not.toContain('assistant/message')
+    expect(types(events)).not.toContain('tool/result')
+    expect(fixture.model.requests).toHaveLength(1)
+    expect(result).toEqual({ output: [{ type: 'text', text: 'half an ans' }], stopReason: 'error', diagnostic: expect.stringContaining('ended without a finish chunk') })
+  })
+
   it('no model registered under the provider name ends the turn error with a message', async () => {
     const fixture = setup(transport, [textResponse('never requested')])
     const { events, result, view } = await spawnChild(fixture, { agentOptions: { provider: 'no-such-model' } })

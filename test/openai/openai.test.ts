@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHost, defineTool, OpenAICompatibleModel, type Host } from 'subagent-worker'
+import { createHost, defineTool, OpenAICompatibleModel, type Host, type OpenAICompatibleOptions } from 'subagent-worker'
 import { TRANSPORTS } from '../support/harness.js'
 
 type Handler = (body: Record<string, unknown>, req: IncomingMessage, res: ServerResponse) => void
@@ -46,11 +46,21 @@ function sse(res: ServerResponse, chunks: object[], done = true): void {
 
 const text = (content: string, finish: string | null = null) => ({ choices: [{ delta: { content }, finish_reason: finish }] })
 
-function hostWith(transport: (typeof TRANSPORTS)[number], url: string): Host {
+function hostWith(transport: (typeof TRANSPORTS)[number], url: string, options: Partial<OpenAICompatibleOptions> = {}): Host {
   const host = createHost({ isolation: transport })
   cleanups.push(() => host.close())
-  host.models.register('openai', new OpenAICompatibleModel({ baseUrl: url, apiKey: 'sk-test-key-0123456789' }))
+  host.models.register('openai', new OpenAICompatibleModel({ baseUrl: url, apiKey: 'sk-test-key-0123456789', ...options }))
   return host
+}
+
+/** One child's whole run against the server: its result, and its events as the host saw them. */
+async function delegate(host: Host, prompt = 'go') {
+  const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test', maxTokens: 32 } })
+  const run = await host.spawn.start({ prompt, parent, signal: new AbortController().signal })
+  const result = await run.result
+  const events = host.agents.get(run.id)!.session.events
+  await run.dispose()
+  return { result, events }
 }
 
 describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) => {
@@ -153,5 +163,158 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     expect(diagnostic).toContain('HTTP 401')
     expect(diagnostic).not.toContain('sk-test-key-0123456789')
     await run.dispose()
+  })
+
+  it('an error sent inside a 200 stream ends the child error, naming the error, never completed', async () => {
+    const api = await server([
+      (_, __, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        res.write(`data: ${JSON.stringify(text('Hel'))}\n\n`)
+        res.end(`data: ${JSON.stringify({ error: { message: 'Rate limit reached for sk-test-key-0123456789', type: 'rate_limit_error', code: 'rate_limit_exceeded' } })}\n\n`)
+      },
+    ])
+    const { result } = await delegate(hostWith(transport, api.url))
+    expect(result.stopReason).toBe('error')
+    expect(result.diagnostic).toContain('the model endpoint sent an error inside its stream (rate_limit_error, rate_limit_exceeded)')
+    expect(result.diagnostic).not.toContain('sk-test-key')
+    expect(result.output).toEqual([{ type: 'text', text: 'Hel' }])
+  })
+
+  it('a stream cut off before its finish_reason ends the child error with the partial text, never completed', async () => {
+    const api = await server([
+      (_, __, res) => {
+        sse(res, [text('The answer is'), text(' partly')], false)
+        res.end()
+      },
+    ])
+    const { result } = await delegate(hostWith(transport, api.url))
+    expect(result).toEqual({
+      output: [{ type: 'text', text: 'The answer is partly' }],
+      stopReason: 'error',
+      diagnostic: expect.stringContaining('stream ended before the model finished (no finish_reason)'),
+    })
+  })
+
+  it('events separated by bare carriage returns (valid SSE) are read one by one', async () => {
+    const api = await server([
+      (_, __, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        for (const chunk of [text('one '), text('two', 'stop')]) res.write(`data: ${JSON.stringify(chunk)}\r\r`)
+        res.end('data: [DONE]\r\r')
+      },
+    ])
+    const { result } = await delegate(hostWith(transport, api.url))
+    expect(result).toEqual({ output: [{ type: 'text', text: 'one two' }], stopReason: 'completed' })
+  })
+
+  it('a 429 is retried after the retry-after the server asked for, then the answer streams', async () => {
+    const at: number[] = []
+    const api = await server([
+      (_, __, res) => {
+        at.push(performance.now())
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"error":{"type":"rate_limit_error"}}')
+      },
+      (_, __, res) => {
+        at.push(performance.now())
+        sse(res, [text('after the wait', 'stop')])
+      },
+    ])
+    const { result } = await delegate(hostWith(transport, api.url))
+    expect(result).toEqual({ output: [{ type: 'text', text: 'after the wait' }], stopReason: 'completed' })
+    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(900)
+  })
+
+  it('an HTTP error that is not retried, or still failing after the retries, names its status and type', async () => {
+    const api = await server([(_, __, res) => res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"The model gpt-test does not exist","type":"invalid_request_error","code":"model_not_found"}}')])
+    const { result } = await delegate(hostWith(transport, api.url, { maxRetries: 0 }))
+    expect(result.stopReason).toBe('error')
+    expect(result.diagnostic).toContain('the model endpoint answered HTTP 404 (invalid_request_error, model_not_found)')
+  })
+
+  it('an endpoint that goes silent mid-stream is abandoned after timeoutMs, and the child ends error saying so', async () => {
+    let closed!: () => void
+    const requestClosed = new Promise<void>((resolve) => (closed = resolve))
+    const api = await server([
+      (_, __, res) => {
+        sse(res, [text('started')], false)
+        res.on('close', () => closed())
+      },
+    ])
+    const { result } = await delegate(hostWith(transport, api.url, { timeoutMs: 300 }))
+    expect(result).toEqual({ output: [{ type: 'text', text: 'started' }], stopReason: 'error', diagnostic: expect.stringContaining('sent nothing for 300 ms (timeoutMs)') })
+    await requestClosed
+  })
+
+  it('an endpoint that never answers times out after its retries', async () => {
+    const api = await server([() => {}, () => {}])
+    const { result } = await delegate(hostWith(transport, api.url, { timeoutMs: 200, maxRetries: 1 }))
+    expect(result.stopReason).toBe('error')
+    expect(result.diagnostic).toContain('did not answer within 200 ms (timeoutMs), after its retries')
+    expect(api.bodies).toHaveLength(2)
+  })
+
+  it('an endpoint nobody listens on is a connection failure naming its cause', async () => {
+    const gone = createServer()
+    await new Promise<void>((resolve) => gone.listen(0, '127.0.0.1', resolve))
+    const { port } = gone.address() as AddressInfo
+    await new Promise((resolve) => gone.close(resolve))
+    const { result } = await delegate(hostWith(transport, `http://127.0.0.1:${port}/v1`, { maxRetries: 0 }))
+    expect(result.stopReason).toBe('error')
+    expect(result.diagnostic).toContain('could not reach the model endpoint (ECONNREFUSED)')
+  })
+
+  it('body fields are merged into every request, and maxTokensField names the token cap', async () => {
+    const api = await server([(_, __, res) => sse(res, [text('ok', 'stop')])])
+    const host = hostWith(transport, api.url, { body: { temperature: 0.2, tool_choice: 'none', model: 'overridden?' }, maxTokensField: 'max_completion_tokens' })
+    await delegate(host)
+    expect(api.bodies[0]).toMatchObject({ temperature: 0.2, tool_choice: 'none', model: 'gpt-test', max_completion_tokens: 32, stream: true })
+    expect(api.bodies[0]).not.toHaveProperty('max_tokens')
+  })
+
+  it('maxConcurrency bounds the requests in flight across children: the next waits for a slot', async () => {
+    let active = 0
+    let most = 0
+    const answer = (_: unknown, __: unknown, res: ServerResponse) => {
+      active++
+      most = Math.max(most, active)
+      setTimeout(() => {
+        active--
+        sse(res, [text('done', 'stop')])
+      }, 60)
+    }
+    const api = await server([answer, answer, answer])
+    const host = hostWith(transport, api.url, { maxConcurrency: 1 })
+    const results = await Promise.all([delegate(host), delegate(host), delegate(host)])
+    expect(results.map(({ result }) => result.stopReason)).toEqual(['completed', 'completed', 'completed'])
+    expect(most).toBe(1)
+  })
+
+  it('without an apiKey no Authorization header is sent, and OPENAI_API_KEY is never read', async () => {
+    const saved = process.env.OPENAI_API_KEY
+    process.env.OPENAI_API_KEY = 'sk-from-the-environment-0123456789'
+    try {
+      const api = await server([(_, __, res) => sse(res, [text('ok', 'stop')])])
+      const host = createHost({ isolation: transport })
+      cleanups.push(() => host.close())
+      host.models.register('openai', new OpenAICompatibleModel({ baseUrl: api.url }))
+      await delegate(host)
+      expect(api.headers[0]!.authorization).toBeUndefined()
+    } finally {
+      if (saved === undefined) delete process.env.OPENAI_API_KEY
+      else process.env.OPENAI_API_KEY = saved
+    }
+  })
+})
+
+describe('OpenAICompatibleModel options', () => {
+  it('are checked up front, each error naming the option', () => {
+    const make = (options: object) => () => new OpenAICompatibleModel({ baseUrl: 'http://127.0.0.1/v1', ...options } as OpenAICompatibleOptions)
+    expect(() => new OpenAICompatibleModel({ baseUrl: 'ftp://x' })).toThrow(/baseUrl/)
+    expect(make({ maxRetries: -1 })).toThrow(/maxRetries/)
+    expect(make({ timeoutMs: 0 })).toThrow(/timeoutMs/)
+    expect(make({ timeoutMs: 2 ** 31 })).toThrow(/timeoutMs/)
+    expect(make({ maxTokensField: 'max_output_tokens' })).toThrow(/maxTokensField/)
+    expect(make({ maxConcurrency: 0 })).toThrow(/maxConcurrency/)
+    expect(make({ body: [] })).toThrow(/body/)
   })
 })
