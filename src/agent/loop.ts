@@ -15,7 +15,8 @@ import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
 import { Session } from './session.js'
 import { refusalOf, renderToolValue, ToolError, toolSchema, ToolScope, unknownTool, valueTooDeep, type ToolExecution, type ToolSource } from './tools.js'
-import type { Agent, AgentOptions, AgentView } from './view.js'
+import { readTurns, stopReasonOf } from './outcome.js'
+import type { Agent, AgentOptions, AgentView, TurnOutcome } from './view.js'
 
 export { messageOf }
 
@@ -44,6 +45,8 @@ export interface AgentInit {
   seed?: readonly SessionEvent[]
   /** What tools see as `exec.agent`; by default the agent itself. */
   view?: AgentView
+  /** Run by `dispose()` once the agent is idle: its owner lets go of it (a host unregisters it). */
+  release?: () => Promise<void>
 }
 
 type StepOutcome = { end: TurnEndReason } | { calls: ToolCallBlock[] }
@@ -63,6 +66,8 @@ export class AgentRuntime implements Agent {
   #idle: Promise<void> | undefined
   #turn: AbortController | undefined
   readonly #view: AgentView
+  readonly #release: (() => Promise<void>) | undefined
+  #disposal: Promise<void> | undefined
 
   constructor(init: AgentInit, env: AgentEnvironment) {
     this.id = init.id
@@ -71,6 +76,24 @@ export class AgentRuntime implements Agent {
     this.tools = new ToolScope(env.tools)
     this.#env = env
     this.#view = init.view ?? this
+    this.#release = init.release
+  }
+
+  async run(message: string | ContentBlock[]): Promise<TurnOutcome> {
+    if (this.#disposal) throw new Error(`agent ${this.id} was disposed: create or resume an agent to run another turn`)
+    const from = this.session.events.length
+    this.followup(message)
+    await this.whenIdle()
+    const { output, end, usage } = readTurns(this.session.events, from)
+    return usage ? { output, stopReason: stopReasonOf(end), usage } : { output, stopReason: stopReasonOf(end) }
+  }
+
+  dispose(): Promise<void> {
+    return (this.#disposal ??= (async () => {
+      this.cancel({ kind: 'disposed' })
+      await this.whenIdle()
+      await this.#release?.()
+    })())
   }
 
   /** Queues a user message; a turn starts now if the agent is idle. */

@@ -1,6 +1,7 @@
 import type { ContentBlock } from '../protocol/content.js'
 import type { AgentOptions } from '../protocol/child.js'
-import type { SessionEvent, SessionHeader } from '../protocol/session.js'
+import type { SessionEvent, SessionHeader, Usage } from '../protocol/session.js'
+import type { StopReason } from './outcome.js'
 
 export type { AgentOptions }
 
@@ -11,8 +12,21 @@ export interface AgentView {
   session: { header: SessionHeader; events: readonly SessionEvent[] }
 }
 
+/** How a top-level agent's turn ended: what `agent.run()` resolves with. */
+export interface TurnOutcome {
+  output: ContentBlock[]
+  stopReason: StopReason
+  usage?: Usage
+}
+
 export interface Agent extends AgentView {
+  /** Queues a user message; a turn starts at once if the agent is idle. */
   followup(message: string | ContentBlock[]): void
   whenIdle(): Promise<void>
+  /** Ends the running turn `aborted` with this reason. */
   cancel(reason?: unknown): void
+  /** Sends a message and resolves once the agent is idle again, with what its turn came to. */
+  run(message: string | ContentBlock[]): Promise<TurnOutcome>
+  /** Cancels the agent, waits for it, and removes it from its host (its transcript stays in the store). */
+  dispose(): Promise<void>
 }

@@ -150,10 +150,17 @@ export function createHost(options: HostOptions = {}): Host {
     const { id } = header
     // A resumed subagent is still delegated: it can ask nobody for approval and keeps its scope.
     const delegated = header.origin === 'subagent'
-    const agent = new AgentRuntime({ id, options: agentOptions, header, ...(events ? { seed: events } : {}) }, { ...env, delegated })
+    const writer = new SessionWriter(store, header, [], events !== undefined)
+    // Disposing it unregisters it; its transcript stays in the store, complete.
+    const release = async () => {
+      await jobs.endJobsOf(id) // nobody could collect its background jobs once it is gone
+      if (agents.get(id) === agent) agents.delete(id)
+      if (topLevel.get(id)?.agent === agent) topLevel.delete(id)
+      await writer.flushed()
+    }
+    const agent: AgentRuntime = new AgentRuntime({ id, options: agentOptions, header, ...(events ? { seed: events } : {}), release }, { ...env, delegated })
     if (settings.persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: settings.persona })
     if (delegated) agent.prompt.set({ id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE })
-    const writer = new SessionWriter(store, header, [], events !== undefined)
     agent.session.onAppend((event) => writer.append(event))
     agents.set(id, agent)
     topLevel.set(id, { agent, writer })

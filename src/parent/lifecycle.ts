@@ -1,16 +1,29 @@
 /** Lifecycle events (CONTRACT.md §7). Observers can never break a run: a throwing listener is reported as a process warning. */
+import type { Usage } from '../protocol/session.js'
 import type { SubagentResult } from './types.js'
 
 export interface SubagentStartEvent {
   runId: string
   provider: string
+  /** The child's session id. */
   id: string
+  /** True when the child runs in the host's own thread (the inline transport). */
   local: boolean
+  label?: string
+  /** The delegating agent's id. */
+  parentId: string
+  /** The child's delegation depth (1 for a child of a top-level agent). */
+  depth: number
 }
 
 export interface SubagentEndEvent extends SubagentStartEvent {
   stopReason: SubagentResult['stopReason']
   lastAssistantMessage?: string
+  /** From publication to the settled result. */
+  durationMs: number
+  usage?: Usage
+  /** Why the run did not complete (only then). */
+  diagnostic?: string
 }
 
 export interface LifecycleEvents {

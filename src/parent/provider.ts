@@ -12,11 +12,11 @@ import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 import { isSessionEvent } from '../protocol/validators.js'
 import { checkMaxDepth, childDepthOf } from './depth.js'
 import { checkAgentOptions } from './options.js'
-import type { Lifecycle } from './lifecycle.js'
+import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun, type Mirror } from './run.js'
 import type { SessionWriter } from './store.js'
 import type { ChildHandle, Transport } from './transport.js'
-import type { SubagentProvider, SubagentRun, SubagentStartRequest } from './types.js'
+import type { SubagentProvider, SubagentResult, SubagentRun, SubagentStartRequest } from './types.js'
 
 /** What a provider needs from its host. */
 export interface ProviderHost {
@@ -51,13 +51,28 @@ export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): Suba
     capabilities: { outputSchema: true, depthLimit: true, toolFilter: true, persona: true },
     inheritsParentContext,
     start: (request) => start(host, name, inheritsParentContext, request),
+    run: (request) => run(host, name, inheritsParentContext, request),
   }
+}
+
+/** start, then result, then dispose: the result, or what failed (both, when both did). */
+async function run(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest): Promise<SubagentResult> {
+  const started = await start(host, provider, fork, request)
+  const [outcome] = await Promise.allSettled([started.result])
+  const [released] = await Promise.allSettled([started.dispose()])
+  if (released.status === 'rejected') {
+    if (outcome.status === 'rejected') throw new AggregateError([outcome.reason, released.reason], `subagent ${started.id} failed, and releasing it failed too`)
+    throw released.reason
+  }
+  if (outcome.status === 'rejected') throw outcome.reason
+  return outcome.value
 }
 
 async function start(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest): Promise<SubagentRun> {
   if (typeof request !== 'object' || request === null) throw new TypeError('subagent start needs a request object')
-  const { signal } = request
-  if (!(signal instanceof AbortSignal)) throw new TypeError('subagent request needs an AbortSignal in `signal`')
+  if (request.signal !== undefined && !(request.signal instanceof AbortSignal)) throw new TypeError('subagent request signal must be an AbortSignal when given')
+  // Without one the run is cancelled only by dispose() or host.close(): a signal of its own that never aborts.
+  const signal = request.signal ?? new AbortController().signal
   // The contract's order: maxDepth, an aborted signal, depth, outputSchema, toolFilter.
   const maxDepth = checkMaxDepth(request.maxDepth)
   if (signal.aborted) throw abortedBeforePublication(signal)
@@ -136,13 +151,14 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   writer = host.publish(mirror)
   // One run, one child: the run is known by the child's id everywhere (events, tool values).
   const runId = id
-  host.lifecycle.emit('subagent/start', { runId, provider, id, local: host.transport.local })
-  const run = new DelegationRun(
-    { runId, provider, handle, mirror, writer, prompt, signal, structuredRequested: spec.outputSchema !== undefined, seedLength: seed.length, options },
-    { lifecycle: host.lifecycle, local: host.transport.local, retire: (r) => host.retire(r), endJobsOf: (owner) => host.endJobsOf(owner) },
+  const started: SubagentStartEvent = { runId, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: parent.id, depth: childDepth }
+  host.lifecycle.emit('subagent/start', started)
+  const delegation = new DelegationRun(
+    { started, handle, mirror, writer, prompt, signal, structuredRequested: spec.outputSchema !== undefined, seedLength: seed.length, options },
+    { lifecycle: host.lifecycle, retire: (r) => host.retire(r), endJobsOf: (owner) => host.endJobsOf(owner) },
   )
-  host.track(run)
-  return run
+  host.track(delegation)
+  return delegation
 }
 
 function checkParent(parent: unknown): asserts parent is AgentView {

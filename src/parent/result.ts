@@ -1,5 +1,5 @@
 /** Result extraction (CONTRACT.md §3): only the child's own events, never the fork seed. */
-import type { ContentBlock } from '../protocol/content.js'
+import { readTurns, stopReasonOf } from '../agent/outcome.js'
 import type { SessionEvent, TurnEndReason } from '../protocol/session.js'
 import type { SubagentResult, SubagentStopReason } from './types.js'
 
@@ -20,23 +20,10 @@ export interface ExtractionContext {
 }
 
 export function extractResult(events: readonly SessionEvent[], outcome: ChildOutcome, context: ExtractionContext): SubagentResult {
-  let lastMessage: ContentBlock[] | undefined
-  let streamed = ''
-  let end: TurnEndReason | undefined
-  for (let i = context.seedLength; i < events.length; i++) {
-    const { type, data } = events[i]!
-    if (type === 'assistant/message') {
-      const { content } = data as { content: ContentBlock[] }
-      if (content.length > 0) lastMessage = content
-    } else if (type === 'assistant/chunk') {
-      streamed += (data as { chunk: { text: string } }).chunk.text
-    } else if (type === 'turn/end') {
-      end = (data as { reason: TurnEndReason }).reason
-    }
-  }
-  const output = lastMessage ? lastMessage.map((b) => ({ ...b })) : streamed ? [{ type: 'text' as const, text: streamed }] : []
+  const { output, end, usage } = readTurns(events, context.seedLength)
+  const used = usage ? { usage } : {}
 
-  if (outcome.structured) return { output, structured: outcome.structured.value, stopReason: 'completed' }
+  if (outcome.structured) return { output, structured: outcome.structured.value, ...used, stopReason: 'completed' }
 
   let stopReason: SubagentStopReason = stopReasonOf(end)
   let diagnostic = diagnosticOf(end, context)
@@ -49,24 +36,9 @@ export function extractResult(events: readonly SessionEvent[], outcome: ChildOut
     diagnostic = 'the child finished its turn without reporting a result through structured_output'
   }
   if (context.cancelled && stopReason !== 'completed') stopReason = 'aborted'
-  const result: SubagentResult = { output, stopReason }
+  const result: SubagentResult = { output, ...used, stopReason }
   if (diagnostic !== undefined && stopReason !== 'completed') result.diagnostic = truncateDiagnostic(redactDiagnostic(diagnostic))
   return result
-}
-
-function stopReasonOf(end: TurnEndReason | undefined): SubagentStopReason {
-  switch (end?.kind) {
-    case 'completed':
-      return 'completed'
-    case 'max-tokens':
-      return 'max-tokens'
-    case 'aborted':
-      return 'aborted'
-    case 'blocked':
-      return 'refusal'
-    default:
-      return 'error'
-  }
 }
 
 function diagnosticOf(end: TurnEndReason | undefined, context: ExtractionContext): string | undefined {

@@ -5,7 +5,7 @@
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
-import type { Lifecycle } from './lifecycle.js'
+import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { extractResult } from './result.js'
 import type { SessionWriter } from './store.js'
 import type { ChildHandle } from './transport.js'
@@ -18,7 +18,6 @@ export interface Mirror extends AgentView {
 
 export interface RunHooks {
   lifecycle: Lifecycle
-  local: boolean
   /** Stops the background jobs the child started: nobody could collect them once it is gone. */
   endJobsOf(id: string): Promise<void>
   /** Removes the child from `host.agents` and stops tracking the run. */
@@ -26,8 +25,8 @@ export interface RunHooks {
 }
 
 export interface RunInit {
-  runId: string
-  provider: string
+  /** What `subagent/start` said of the run; `subagent/end` repeats it. */
+  started: SubagentStartEvent
   handle: ChildHandle
   mirror: Mirror
   writer: SessionWriter
@@ -45,9 +44,10 @@ export class DelegationRun implements SubagentRun {
   readonly #hooks: RunHooks
   #cancelled = false
   #disposal: Promise<void> | undefined
+  readonly #publishedAt = performance.now()
   readonly #onAbort = () => {
     this.#cancelled = true
-    this.#init.handle.cancel({ kind: 'parent' })
+    this.#init.handle.cancel(cancelReason(this.#init.signal))
   }
 
   /** Call right after publication and the `subagent/start` event. */
@@ -66,13 +66,17 @@ export class DelegationRun implements SubagentRun {
       this.result = this.#drive()
     }
     this.result.then(
-      (result) => this.#ended(result.stopReason, result.output),
-      () => this.#ended('error', []),
+      (result) => this.#ended(result),
+      (error: unknown) => this.#ended({ output: [], stopReason: 'error', diagnostic: `the run failed: ${error instanceof Error ? error.message : String(error)}` }),
     )
   }
 
   dispose(): Promise<void> {
     return (this.#disposal ??= this.#dispose())
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose()
   }
 
   async #drive(): Promise<SubagentResult> {
@@ -90,16 +94,15 @@ export class DelegationRun implements SubagentRun {
     }
   }
 
-  #ended(stopReason: SubagentResult['stopReason'], output: ContentBlock[]): void {
-    const { runId, provider, mirror } = this.#init
+  #ended({ output, stopReason, usage, diagnostic }: SubagentResult): void {
     const text = textOf(output)
     this.#hooks.lifecycle.emit('subagent/end', {
-      runId,
-      provider,
-      id: mirror.id,
-      local: this.#hooks.local,
+      ...this.#init.started,
       stopReason,
       ...(text ? { lastAssistantMessage: text } : {}),
+      durationMs: performance.now() - this.#publishedAt,
+      ...(usage ? { usage } : {}),
+      ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}),
     })
   }
 
@@ -125,4 +128,13 @@ export class DelegationRun implements SubagentRun {
     }
     await this.#init.writer.flushed()
   }
+}
+
+/**
+ * The reason a parent's abort cancels its child with: the caller's own, unchanged, when it gave
+ * one; `{ kind: 'parent' }` for a plain `abort()` (whose reason is the default AbortError).
+ */
+function cancelReason(signal: AbortSignal): unknown {
+  const { reason } = signal
+  return reason instanceof DOMException && reason.name === 'AbortError' ? { kind: 'parent' } : reason
 }

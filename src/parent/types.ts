@@ -1,15 +1,21 @@
 /** The provider seam (DESIGN.md "Public surface") and the host's shared option types. */
 import type { ResourceLimits } from 'node:worker_threads'
 import type { Model } from '../agent/model.js'
+import type { StopReason } from '../agent/outcome.js'
 import type { ToolDefinition, ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { ContentBlock } from '../protocol/content.js'
+import type { Usage } from '../protocol/session.js'
 
 export interface SubagentStartRequest {
   prompt: string | ContentBlock[]
   parent: AgentView
-  /** Covers both the creation transaction and the live run. */
-  signal: AbortSignal
+  /**
+   * Covers both the creation transaction and the live run. Without one, a run is cancelled only
+   * by `dispose()` or `host.close()`. Its reason, when the caller gave one, is the cancel reason
+   * the child records, unchanged; a plain `abort()` records `{ kind: 'parent' }`.
+   */
+  signal?: AbortSignal
   label?: string
   agentOptions?: AgentOptions
   outputSchema?: object
@@ -18,12 +24,14 @@ export interface SubagentStartRequest {
   persona?: string
 }
 
-export type SubagentStopReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'refusal'
+export type SubagentStopReason = StopReason
 
 export interface SubagentResult {
   output: ContentBlock[]
   structured?: unknown
   diagnostic?: string
+  /** The token usage of the child's own steps, summed; absent when no step reported any. */
+  usage?: Usage
   stopReason: SubagentStopReason
 }
 
@@ -34,6 +42,8 @@ export interface SubagentRun {
   result: Promise<SubagentResult>
   /** Idempotent; rejects only when releasing the child failed. */
   dispose(): Promise<void>
+  /** The same as `dispose()`, so `await using run = await provider.start(...)` works. */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 export interface SubagentProvider {
@@ -41,6 +51,11 @@ export interface SubagentProvider {
   capabilities: { outputSchema: boolean; depthLimit: boolean; toolFilter: boolean; persona: boolean }
   inheritsParentContext: boolean
   start(request: SubagentStartRequest): Promise<SubagentRun>
+  /**
+   * `start`, then `result`, then `dispose()`, resolving with the result. Rejects with the dispose
+   * error when only releasing failed, with an AggregateError of both when the result failed too.
+   */
+  run(request: SubagentStartRequest): Promise<SubagentResult>
 }
 
 export interface PoolOptions {

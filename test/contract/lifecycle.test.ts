@@ -11,15 +11,27 @@ const WARNING_CODE = 'SUBAGENT_LISTENER_ERROR'
 describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
   const local = transport === 'inline'
 
-  it('§7 subagent/start carries exactly { runId, provider, id, local } when the run is published', async () => {
+  it('§7 subagent/start carries exactly { runId, provider, id, local, parentId, depth } when the run is published', async () => {
     const fx = setup(transport, [textResponse('hello')])
     const lifecycle = recordLifecycle(fx.host)
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
     expect(lifecycle.starts).toHaveLength(1)
     const start = lifecycle.starts[0]!
-    expect(start).toEqual({ runId: expect.any(String), provider: 'spawn', id: run.id, local })
+    expect(start).toEqual({ runId: expect.any(String), provider: 'spawn', id: run.id, local, parentId: fx.parent.id, depth: 1 })
     expect(start.runId).not.toBe('')
     await run.result
+    await run.dispose()
+  })
+
+  it("§7 both events carry the child's label, and its depth counted from the parent's", async () => {
+    const fx = setup(transport, [textResponse('labelled')])
+    const lifecycle = recordLifecycle(fx.host)
+    const parent = fx.host.createAgent({ options: { provider: 'scripted' }, header: { delegationDepth: 2 } })
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent, signal: signal(), label: 'researcher' })
+    await run.result
+    await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
+    expect(lifecycle.starts[0]).toMatchObject({ label: 'researcher', parentId: parent.id, depth: 3 })
+    expect(lifecycle.ends[0]).toMatchObject({ label: 'researcher', parentId: parent.id, depth: 3 })
     await run.dispose()
   })
 
@@ -35,7 +47,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     await run.dispose()
   })
 
-  it('§7 subagent/end carries { runId, provider, id, local, stopReason, lastAssistantMessage } when the run settles', async () => {
+  it('§7 subagent/end carries the start fields, stopReason, lastAssistantMessage, the duration and the usage when the run settles', async () => {
     const fx = setup(transport, [textResponse('hello there')])
     const lifecycle = recordLifecycle(fx.host)
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
@@ -46,9 +58,14 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       provider: 'spawn',
       id: run.id,
       local,
+      parentId: fx.parent.id,
+      depth: 1,
       stopReason: 'completed',
       lastAssistantMessage: 'hello there',
+      durationMs: expect.any(Number),
+      usage: { inputTokens: 0, outputTokens: 3 },
     })
+    expect(lifecycle.ends[0]!.durationMs).toBeGreaterThanOrEqual(0)
     await run.dispose()
   })
 
@@ -108,7 +125,18 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
     expect((await run.result).stopReason).toBe('error')
     await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
-    expect(lifecycle.ends[0]).toEqual({ runId: lifecycle.starts[0]!.runId, provider: 'spawn', id: run.id, local, stopReason: 'error' })
+    // Not completed: the diagnostic comes along; nothing was streamed, so no lastAssistantMessage nor usage.
+    expect(lifecycle.ends[0]).toEqual({
+      runId: lifecycle.starts[0]!.runId,
+      provider: 'spawn',
+      id: run.id,
+      local,
+      parentId: fx.parent.id,
+      depth: 1,
+      stopReason: 'error',
+      durationMs: expect.any(Number),
+      diagnostic: expect.stringContaining('down'),
+    })
     await run.dispose()
   })
 
@@ -182,7 +210,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       fx.host.on('subagent/start', (info) => after.push(info.id))
       const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
       expect(after).toEqual([run.id])
-      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], stopReason: 'completed' })
+      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       await run.dispose()
       await waitFor(() => capture.warnings.length >= 1, `a ${WARNING_CODE} warning`)
       expect(capture.warnings[0]!.message).toContain('observer bug at start')
@@ -200,7 +228,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       })
       const lifecycle = recordLifecycle(fx.host)
       const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], stopReason: 'completed' })
+      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       await expect(run.dispose()).resolves.toBeUndefined()
       expect(fx.host.agents.get(run.id)).toBeUndefined()
       await waitFor(() => lifecycle.ends.length === 1, 'the other listener to get subagent/end')
@@ -219,7 +247,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
         throw new Error('async observer bug')
       })
       const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], stopReason: 'completed' })
+      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       await run.dispose()
       await waitFor(() => capture.warnings.length >= 1, `a ${WARNING_CODE} warning`)
       expect(capture.warnings[0]!.message).toContain('async observer bug')

@@ -56,7 +56,7 @@ describe.each(TRANSPORTS)('§2 the run [%s]', (transport) => {
       defineTool({ name: 'echo', description: 'echo', parameters: { type: 'object', properties: { text: { type: 'string' } } }, execute: (args) => args['text'] }),
     )
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], usage: { inputTokens: 0, outputTokens: 7 }, stopReason: 'completed' })
     const list = types(childEvents(fx.host, run))
     expect(list.filter((t) => t === 'turn/start')).toHaveLength(1)
     expect(list.filter((t) => t === 'turn/end')).toHaveLength(1)
@@ -102,7 +102,7 @@ describe.each(TRANSPORTS)('§2 the run [%s]', (transport) => {
       }),
     )
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'recovered' }], stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'recovered' }], usage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
     expect(eventsOf(childEvents(fx.host, run), 'tool/result')).toEqual([expect.objectContaining({ callId: 'c1', isError: true, code: 'FAILED' })])
     await run.dispose()
   })
@@ -182,12 +182,26 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     await run.dispose()
   })
 
-  it("§2 the cancel reason is { kind: 'parent' } whatever reason the caller aborted its signal with", async () => {
+  it("§7 a caller's own abort reason is the reason the child's model request and turn record, unchanged", async () => {
     const fx = setup(transport, ['hang'])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
     await waitFor(() => fx.model.requests.length === 1, 'the first model request')
-    controller.abort(new Error('caller-specific reason'))
+    const reason = new Error('caller-specific reason')
+    controller.abort(reason)
+    expect((await run.result).stopReason).toBe('aborted')
+    // Inline it is the very object; across a thread boundary, its structured clone.
+    expect(fx.model.requests[0]!.signal.reason).toEqual(reason)
+    expect(turnEnds(childEvents(fx.host, run))).toEqual([{ kind: 'aborted', reason }])
+    await run.dispose()
+  })
+
+  it("§2/§7 an abort without a reason of its own (the default AbortError) cancels with { kind: 'parent' }", async () => {
+    const fx = setup(transport, ['hang'])
+    const controller = new AbortController()
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
+    await waitFor(() => fx.model.requests.length === 1, 'the first model request')
+    controller.abort()
     expect((await run.result).stopReason).toBe('aborted')
     expect(fx.model.requests[0]!.signal.reason).toEqual({ kind: 'parent' })
     expect(turnEnds(childEvents(fx.host, run))).toEqual([{ kind: 'aborted', reason: { kind: 'parent' } }])
@@ -210,10 +224,10 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     const fx = setup(transport, [textResponse('done')])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], usage: { inputTokens: 0, outputTokens: 1 }, stopReason: 'completed' })
     controller.abort()
     await run.dispose()
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], usage: { inputTokens: 0, outputTokens: 1 }, stopReason: 'completed' })
   })
 })
 
@@ -266,7 +280,7 @@ describe.each(TRANSPORTS)('§2 dispose [%s]', (transport) => {
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
     await run.result
     await run.dispose()
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'kept' }], stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'kept' }], usage: { inputTokens: 0, outputTokens: 1 }, stopReason: 'completed' })
   })
 
   it("§2 dispose() removes the run's abort listener from the request signal", async () => {
@@ -312,7 +326,7 @@ describe.each(TRANSPORTS)('§2 dispose [%s]', (transport) => {
     await waitFor(() => fx.model.requests.length === 2, 'the second child request')
     await first.dispose()
     expect((await first.result).stopReason).toBe('aborted')
-    expect(await second.result).toEqual({ output: [{ type: 'text', text: 'sibling done' }], stopReason: 'completed' })
+    expect(await second.result).toEqual({ output: [{ type: 'text', text: 'sibling done' }], usage: { inputTokens: 0, outputTokens: 3 }, stopReason: 'completed' })
     expect(fx.host.agents.get(second.id)).toBeDefined()
     await second.dispose()
   })

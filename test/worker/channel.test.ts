@@ -95,7 +95,7 @@ describe('worker transport: liveness', () => {
     const started = performance.now()
     const second = await run()
     const elapsed = performance.now() - started
-    expect(second.result).toEqual({ output: [{ type: 'text', text: 'fine' }], stopReason: 'completed' })
+    expect(second.result).toEqual({ output: [{ type: 'text', text: 'fine' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
     const secondThread = (second.events.find((e) => e.type === 'tool/result')!.data as { value: number }).value
     expect(secondThread).not.toBe(firstThread)
     // abortGraceMs (200) + 1 s of silence, then a fresh thread; generous for a loaded machine.
@@ -112,8 +112,8 @@ describe('worker transport: liveness', () => {
     while (!host.agents.get(burning.id)!.session.events.some((e) => e.type === 'assistant/message')) await new Promise((r) => setTimeout(r, 5))
     await new Promise((r) => setTimeout(r, 50)) // the burn has begun
     const later = await host.spawn.start({ prompt: 'later', parent, signal: new AbortController().signal, agentOptions: { provider: 'later' } })
-    expect(await burning.result).toEqual({ output: [{ type: 'text', text: 'burned' }], stopReason: 'completed' })
-    expect(await later.result).toEqual({ output: [{ type: 'text', text: 'built after the burn' }], stopReason: 'completed' })
+    expect(await burning.result).toEqual({ output: [{ type: 'text', text: 'burned' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
+    expect(await later.result).toEqual({ output: [{ type: 'text', text: 'built after the burn' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
     const threadOf = (id: string) => host.agents.get(id)!.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { value: unknown }).value).at(-1)
     expect(threadOf(later.id)).toBe(threadOf(burning.id)) // the same thread: never terminated
     expect(model.requests).toHaveLength(0)

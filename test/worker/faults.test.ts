@@ -86,7 +86,7 @@ describe('worker transport: faults are contained', () => {
     const slow = await host.spawn.start({ prompt: 'slow', parent, signal: signal(), agentOptions: { provider: 'slow' } })
     const crash = await host.spawn.start({ prompt: 'crash', parent, signal: signal(), agentOptions: { provider: 'crash' } })
     expect((await crash.result).stopReason).toBe('error')
-    expect(await slow.result).toEqual({ output: [{ type: 'text', text: 'slow and fine' }], stopReason: 'completed' })
+    expect(await slow.result).toEqual({ output: [{ type: 'text', text: 'slow and fine' }], usage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
     const next = await host.spawn.start({ prompt: 'again', parent, signal: signal() })
     expect((await next.result).stopReason).toBe('completed')
     await Promise.all([slow.dispose(), crash.dispose(), next.dispose()])
@@ -152,7 +152,7 @@ describe('worker transport: faults are contained', () => {
     const second = await host.spawn.start({ prompt: 'two', parent, signal: signal() })
     await new Promise((resolve) => setTimeout(resolve, 100)) // the second child is burning CPU on that thread
     await first.dispose()
-    expect(await second.result).toEqual({ output: [{ type: 'text', text: 'second done' }], stopReason: 'completed' })
+    expect(await second.result).toEqual({ output: [{ type: 'text', text: 'second done' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
     await second.dispose()
   })
 

@@ -1,0 +1,52 @@
+/**
+ * What a stretch of a session says (CONTRACT.md §3), read the same way for a child's result and a
+ * top-level agent's turn: the output (the last non-empty assistant message, else all streamed
+ * text, else nothing), the last turn end, and the usage summed.
+ */
+import type { ContentBlock } from '../protocol/content.js'
+import type { SessionEvent, TurnEndReason, Usage } from '../protocol/session.js'
+
+export type StopReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'refusal'
+
+export interface TurnsRead {
+  output: ContentBlock[]
+  end: TurnEndReason | undefined
+  usage: Usage | undefined
+}
+
+/** Reads `events` from index `from` on (a fork seed is not the child's own). */
+export function readTurns(events: readonly SessionEvent[], from: number): TurnsRead {
+  let lastMessage: ContentBlock[] | undefined
+  let streamed = ''
+  let end: TurnEndReason | undefined
+  let usage: Usage | undefined
+  for (let i = from; i < events.length; i++) {
+    const { type, data } = events[i]!
+    if (type === 'assistant/message') {
+      const { content, usage: step } = data as { content: ContentBlock[]; usage?: Usage }
+      if (content.length > 0) lastMessage = content
+      if (step) usage = { inputTokens: (usage?.inputTokens ?? 0) + step.inputTokens, outputTokens: (usage?.outputTokens ?? 0) + step.outputTokens }
+    } else if (type === 'assistant/chunk') {
+      streamed += (data as { chunk: { text: string } }).chunk.text
+    } else if (type === 'turn/end') {
+      end = (data as { reason: TurnEndReason }).reason
+    }
+  }
+  const output = lastMessage ? lastMessage.map((b) => ({ ...b })) : streamed ? [{ type: 'text' as const, text: streamed }] : []
+  return { output, end, usage }
+}
+
+export function stopReasonOf(end: TurnEndReason | undefined): StopReason {
+  switch (end?.kind) {
+    case 'completed':
+      return 'completed'
+    case 'max-tokens':
+      return 'max-tokens'
+    case 'aborted':
+      return 'aborted'
+    case 'blocked':
+      return 'refusal'
+    default:
+      return 'error'
+  }
+}
