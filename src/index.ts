@@ -10,13 +10,14 @@ export { createSubagentTool, type SubagentToolConfig, type ForegroundValue, type
 export { createJobTools } from './parent/job-tools.js'
 export type { JobRegistry, JobInfo, JobStatus } from './parent/jobs.js'
 
-export type { Agent, AgentOptions, AgentView } from './agent/view.js'
+export type { Agent, AgentOptions, AgentView, TurnOutcome } from './agent/view.js'
 export type { Model, ModelMessage, ModelRequest, ToolSchema } from './agent/model.js'
 export { OpenAICompatibleModel, type OpenAICompatibleOptions } from './agent/openai.js'
 export { ScriptedModel, textResponse, maxTokensResponse, refusalResponse, toolCallResponse, toolCallsResponse, type ScriptEntry } from './agent/scripted.js'
 export { defineTool, ToolError, type ToolDefinition, type ToolExecution, type ToolFilter } from './agent/tools.js'
 export { defineAgentModule, type AgentHooks, type AgentModule, type ToolCallInfo, type ToolResult } from './agent/module.js'
 export { UnsupportedSchemaError } from './agent/schema.js'
+export { toJsonSchema, type JsonSchema, type SchemaLike, type ToJsonSchemaOptions } from './agent/to-json-schema.js'
 export {
   STRUCTURED_OUTPUT_TOOL,
   STRUCTURED_OUTPUT_DESCRIPTION,

@@ -1,0 +1,74 @@
+/**
+ * A library tool run by the AI SDK: its JSON Schema as the tool's input schema (checked the way
+ * the library checks arguments), its execution given the AI SDK's call id and abort signal, and
+ * its failures thrown with the exact text the library would give the model (the AI SDK sends a
+ * thrown error's message back to the model as the tool's error result).
+ */
+import { Ajv } from 'ajv'
+import { jsonSchema, tool, type Tool } from 'ai'
+import { ToolError, type AgentView, type ToolDefinition, type ToolExecution } from '../index.js'
+import { describeError } from './error-text.js'
+import type { AiSdkModelMessage } from './parent-from-messages.js'
+
+/** What the AI SDK passes to `execute` (both versions), as far as it is used here. */
+export interface ToolCallOptionsLike {
+  toolCallId: string
+  messages: readonly AiSdkModelMessage[]
+  abortSignal?: AbortSignal
+}
+
+export type ParentOf = (options: ToolCallOptionsLike) => AgentView
+
+export function asAiSdkTool<Args extends Record<string, unknown>>(definition: ToolDefinition<Args>, parentOf: ParentOf): Tool<Args, string> {
+  return tool<Args, string>({
+    description: definition.description,
+    inputSchema: inputSchemaOf(definition),
+    execute: async (input, options) => render(definition, await runTool(definition, input, toolExecution(parentOf(options), options))),
+  })
+}
+
+// The library's own argument check, so an invalid call reads the same as in a library agent.
+const ajv = new Ajv({ allErrors: false, strict: false })
+// Both versions know a schema by Symbol.for('vercel.ai.schema'), but `ai` 5 runs `validate` only
+// on objects also marked with this one (its own jsonSchema() sets both; `ai` 6 ignores it).
+const AI5_VALIDATOR = Symbol.for('vercel.ai.validator')
+
+export function inputSchemaOf<Args>(definition: ToolDefinition<Args>) {
+  const { $schema: _draft, ...body } = definition.parameters as Record<string, unknown>
+  const check = ajv.compile(body)
+  ajv.removeSchema(body) // Ajv would otherwise keep every compiled schema for good
+  const schema = jsonSchema<Args>(definition.parameters as Parameters<typeof jsonSchema>[0], {
+    validate: (value) =>
+      check(value)
+        ? { success: true, value: value as Args }
+        : { success: false, error: new Error(`invalid arguments for "${definition.name}": ${ajv.errorsText(check.errors, { dataVar: 'arguments' })}`) },
+  })
+  ;(schema as unknown as Record<symbol, unknown>)[AI5_VALIDATOR] = true
+  return schema
+}
+
+export function toolExecution(agent: AgentView, options: ToolCallOptionsLike): ToolExecution {
+  return {
+    agent,
+    callId: options.toolCallId,
+    // Without the AI SDK's signal nothing cancels the call, as for a library tool never cancelled.
+    signal: options.abortSignal ?? new AbortController().signal,
+    // An AI SDK loop decides its own steps (stopWhen); there is no turn here to conclude.
+    concludeTurn: () => {},
+  }
+}
+
+/** Runs the tool; a failure throws an Error whose message is what the model should read. */
+export async function runTool<Args>(definition: ToolDefinition<Args>, input: Args, exec: ToolExecution): Promise<unknown> {
+  try {
+    return await definition.execute(input, exec)
+  } catch (error) {
+    if (error instanceof ToolError) throw error
+    throw new Error(`tool "${definition.name}" failed: ${describeError(error)}`, { cause: error })
+  }
+}
+
+function render<Args>(definition: ToolDefinition<Args>, value: unknown): string {
+  if (definition.render) return definition.render(value)
+  return typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
+}
