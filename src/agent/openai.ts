@@ -147,6 +147,7 @@ class Silence {
   readonly #parent: AbortSignal
   readonly #onAbort = () => this.#controller.abort(this.#parent.reason)
   #timer: NodeJS.Timeout | undefined
+  #heardAt = 0
   expired = false
 
   constructor(ms: number, parent: AbortSignal) {
@@ -160,13 +161,23 @@ class Silence {
     return this.#controller.signal
   }
 
-  /** Starts (or restarts) the silence watchdog. */
+  /**
+   * Notes that the endpoint spoke (and starts the watchdog). One timer serves the whole stream: when
+   * it fires it checks the time since the last chunk, and waits again for what is left.
+   */
   arm(): void {
-    clearTimeout(this.#timer)
-    this.#timer = setTimeout(() => {
-      this.expired = true
-      this.#controller.abort(new Error('timeout'))
-    }, this.#ms)
+    this.#heardAt = performance.now()
+    this.#timer ??= setTimeout(this.#check, this.#ms)
+  }
+
+  readonly #check = (): void => {
+    const silent = performance.now() - this.#heardAt
+    if (silent < this.#ms) {
+      this.#timer = setTimeout(this.#check, this.#ms - silent)
+      return
+    }
+    this.expired = true
+    this.#controller.abort(new Error('timeout'))
   }
 
   dispose(): void {
