@@ -5,5 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
+    // Two files at a time: most of a test's time is worker threads starting and waiting, so two
+    // share two cores well (vitest's default is cores - 1, one file at a time on two cores).
+    maxWorkers: 2,
   },
 })

@@ -8,7 +8,8 @@
  * timeout, a lost connection and a stream that ends before the model finished all throw, so the
  * turn ends `error` with a diagnostic naming the status or the cause (never the key).
  */
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai'
+import type OpenAI from 'openai'
+import type { ClientOptions } from 'openai'
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions'
 import type { StreamChunk } from '../protocol/stream.js'
 import type { Model, ModelMessage, ModelRequest } from './model.js'
@@ -42,8 +43,14 @@ const FINISH: Record<string, 'stop' | 'tool-calls' | 'max-tokens' | 'refusal'> =
 
 const DEFAULT_TIMEOUT_MS = 600_000
 
+type OpenAIModule = typeof import('openai')
+/** The client is loaded on first use: it takes ~100 ms to import, and most hosts (and every worker thread importing this library) never call it. */
+let loading: Promise<OpenAIModule> | undefined
+const openai = (): Promise<OpenAIModule> => (loading ??= import('openai'))
+
 export class OpenAICompatibleModel implements Model {
-  readonly #client: OpenAI
+  readonly #clientOptions: ClientOptions
+  #client: OpenAI | undefined
   readonly #timeoutMs: number
   readonly #body: Record<string, unknown>
   readonly #maxTokensField: 'max_tokens' | 'max_completion_tokens'
@@ -55,7 +62,7 @@ export class OpenAICompatibleModel implements Model {
     this.#body = body
     this.#maxTokensField = maxTokensField
     this.#slots = maxConcurrency === undefined ? undefined : new Slots(maxConcurrency)
-    this.#client = new OpenAI({
+    this.#clientOptions = {
       baseURL: baseUrl,
       // The client would otherwise read OPENAI_API_KEY (and the organization and project) from the
       // environment, and send a user's OpenAI key to whatever endpoint this is.
@@ -66,7 +73,7 @@ export class OpenAICompatibleModel implements Model {
       maxRetries,
       timeout: timeoutMs,
       logLevel: 'off',
-    })
+    }
   }
 
   async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
@@ -79,13 +86,15 @@ export class OpenAICompatibleModel implements Model {
   }
 
   async *#stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
+    const sdk = await openai()
+    this.#client ??= new sdk.OpenAI(this.#clientOptions)
     const silence = new Silence(this.#timeoutMs, request.signal)
     try {
       let completion: AsyncIterable<ChatCompletionChunk>
       try {
         completion = await this.#client.chat.completions.create(this.#bodyOf(request), { signal: silence.signal })
       } catch (error) {
-        throw failure(error, this.#timeoutMs)
+        throw failure(sdk, error, this.#timeoutMs)
       }
       const calls = new Map<number, { id: string; name: string; arguments: string }>()
       let finish: StreamChunk | undefined
@@ -113,7 +122,7 @@ export class OpenAICompatibleModel implements Model {
           if (chunk.usage) yield { type: 'usage', inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 }
         }
       } catch (error) {
-        throw failure(error, this.#timeoutMs)
+        throw failure(sdk, error, this.#timeoutMs)
       }
       // The client ends a stream quietly when its signal aborts: say which abort it was.
       if (request.signal.aborted) return
@@ -191,7 +200,8 @@ class Silence {
  * the request (and its key) back, and this text ends up in diagnostics; the status, type and code
  * name the cause.
  */
-function failure(error: unknown, timeoutMs: number): unknown {
+function failure(sdk: OpenAIModule, error: unknown, timeoutMs: number): unknown {
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk
   if (error instanceof APIUserAbortError) return error
   if (error instanceof APIConnectionTimeoutError) return new Error(`the model endpoint did not answer within ${timeoutMs} ms (timeoutMs), after its retries`)
   if (error instanceof APIConnectionError) return new Error(`could not reach the model endpoint${causeOf(error)}, after its retries`)
