@@ -59,7 +59,7 @@ export function parentFromMessages(host: Pick<Host, 'agents'>, messages: readonl
   if (init.cwd !== undefined && typeof init.cwd !== 'string') throw new TypeError('parentFromMessages init.cwd must be a string')
 
   const live = host.agents.get(id)
-  const header: SessionHeader = live ? { ...live.session.header } : { id, createdAt: new Date().toISOString() }
+  const header: SessionHeader = live ? { ...live.session.header } : { type: 'session', id, createdAt: new Date().toISOString() }
   if (live) {
     const depth = Math.max(live.session.header.delegationDepth ?? 0, live.options.subagentDepth ?? 0)
     if (depth > 0) header.delegationDepth = depth

@@ -209,17 +209,28 @@ export function createHost(options: HostOptions = {}): Host {
       if (typeof id !== 'string' || id === '') throw new TypeError('agent id must be a non-empty string')
       if (agents.has(id)) throw new Error(`an agent with id "${id}" already exists on this host`)
       const agentOptions = { ...checkAgentOptions(init.options ?? {}, 'agent options') }
-      const header: SessionHeader = { id, createdAt: new Date().toISOString(), ...checkHeaderInit(init.header) }
+      const { provider, model } = agentOptions
+      const header: SessionHeader = {
+        type: 'session',
+        id,
+        createdAt: new Date().toISOString(),
+        ...checkHeaderInit(init.header),
+        ...(provider === undefined ? {} : { provider }),
+        ...(model === undefined ? {} : { model }),
+      }
       return adopt(header, agentOptions)
     },
     async resumeAgent(id, resumeOptions = {}) {
       if (closing) throw new Error('the host is closed: create a new host to resume agents')
-      if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host`)
+      if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
       const stored = await store.read(id)
       if (!stored) throw new Error(`no session "${id}" in the store`)
       if (closing) throw new Error('the host is closed: create a new host to resume agents')
-      if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host`)
-      return adopt(stored.header, { ...checkAgentOptions(resumeOptions, 'resume options') }, stored.events)
+      if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
+      // The header keeps the agent's model: options given here override it.
+      const { provider, model } = stored.header
+      const options = { ...(provider === undefined ? {} : { provider }), ...(model === undefined ? {} : { model }), ...checkAgentOptions(resumeOptions, 'resume options') }
+      return adopt(stored.header, options, stored.events)
     },
     on: (event, listener) => lifecycle.on(event, listener),
     close() {
@@ -261,7 +272,7 @@ function checkHostOptions(options: HostOptions): HostSettings {
   if (!Number.isSafeInteger(maxParallelToolCalls) || maxParallelToolCalls < 1) throw new TypeError('maxParallelToolCalls must be a positive integer')
   if (options.persona !== undefined && typeof options.persona !== 'string') throw new TypeError('persona must be a string')
   const store = options.store ?? createMemoryStore()
-  for (const method of ['create', 'append', 'read', 'list'] as const) {
+  for (const method of ['create', 'append', 'read', 'list', 'delete'] as const) {
     if (typeof store?.[method] !== 'function') throw new TypeError(`store must implement SessionStore: ${method}() is missing`)
   }
   const pool = options.pool ?? {}

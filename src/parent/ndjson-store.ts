@@ -2,10 +2,10 @@
  * A durable session store: `<dir>/<id>.jsonl`, the header on the first line, then one event a
  * line. Appends are whole lines, so a crash can only tear the last line, which `read` ignores.
  */
-import { appendFile, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises'
+import { appendFile, mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
-import type { SessionStore } from './store.js'
+import { matches, readHeader, type SessionList, type SessionStore } from './store.js'
 
 const SAFE_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/
 
@@ -48,11 +48,22 @@ export function createNdjsonStore(dir: string): SessionStore {
       }
       return parse(text, file(id))
     },
-    async list() {
+    async list(filter) {
       await ready
       const names = (await readdir(dir)).filter((name) => name.endsWith('.jsonl')).sort()
-      const sessions = await Promise.all(names.map((name) => readFile(join(dir, name), 'utf8').then((text) => parse(text, join(dir, name)))))
-      return sessions.flatMap((session) => (session ? [session.header] : []))
+      const list: SessionList = { sessions: [], unreadable: [] }
+      // One corrupt transcript must not hide the healthy ones: it is listed apart, with why.
+      const read = await Promise.allSettled(names.map((name) => firstLine(join(dir, name)).then((line) => headerOf(line, join(dir, name)))))
+      read.forEach((outcome, i) => {
+        const id = names[i]!.slice(0, -'.jsonl'.length)
+        if (outcome.status === 'rejected') list.unreadable.push({ id, error: (outcome.reason as Error).message })
+        else if (outcome.value && matches(outcome.value, filter)) list.sessions.push(outcome.value)
+      })
+      return list
+    },
+    async delete(id) {
+      await rm(file(id), { force: true })
+      whole.delete(id)
     },
   }
 }
@@ -74,9 +85,39 @@ function parse(text: string, path: string): { header: SessionHeader; events: Ses
   // A file always ends with a newline; anything after the last one is a torn write.
   rows.pop()
   const [first, ...rest] = rows
-  if (first === undefined) return undefined
-  const header = parseLine(first, path, 1) as SessionHeader
+  const header = headerOf(first, path)
+  if (!header) return undefined
   return { header, events: rest.map((line, i) => parseLine(line, path, i + 2) as SessionEvent) }
+}
+
+/** The header from a transcript's first line (undefined for a torn one); throws when it is not a header. */
+function headerOf(line: string | undefined, path: string): SessionHeader | undefined {
+  if (line === undefined) return undefined
+  const header = parseLine(line, path, 1)
+  if (typeof header !== 'object' || header === null || typeof (header as { id?: unknown }).id !== 'string') {
+    throw new Error(`${path}:1 is not a session header: the transcript is corrupt`)
+  }
+  return readHeader(header as SessionHeader)
+}
+
+/** A file's first whole line, read no further than it (transcripts can be long); undefined when torn. */
+async function firstLine(path: string): Promise<string | undefined> {
+  const handle = await open(path, 'r')
+  try {
+    // Bytes, decoded once the newline is found: a character may straddle two reads.
+    const read: Buffer[] = []
+    for (;;) {
+      const buffer = Buffer.alloc(64 * 1024)
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null)
+      if (bytesRead === 0) return undefined
+      const chunk = buffer.subarray(0, bytesRead)
+      const end = chunk.indexOf(0x0a)
+      if (end >= 0) return Buffer.concat([...read, chunk.subarray(0, end)]).toString('utf8')
+      read.push(chunk)
+    }
+  } finally {
+    await handle.close()
+  }
 }
 
 function parseLine(line: string, path: string, number: number): unknown {

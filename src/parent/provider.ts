@@ -101,11 +101,16 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   options.subagentDepth = childDepth
   checkAgentOptions(options, "the child's options (inherited from the parent unless agentOptions overrides them)")
   const header: SessionHeader = {
+    type: 'session',
     id,
     createdAt: new Date().toISOString(),
     parentSession: parent.id,
     origin: 'subagent',
     delegationDepth: childDepth,
+    ...(options.provider === undefined ? {} : { provider: options.provider }),
+    ...(options.model === undefined ? {} : { model: options.model }),
+    ...(request.label === undefined ? {} : { label: request.label }),
+    providerKind: fork ? 'fork' : 'spawn',
   }
   const { cwd } = parent.session.header
   if (cwd !== undefined) {
@@ -154,7 +159,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   const started: SubagentStartEvent = { runId, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: parent.id, depth: childDepth }
   host.lifecycle.emit('subagent/start', started)
   const delegation = new DelegationRun(
-    { started, handle, mirror, writer, prompt, signal, structuredRequested: spec.outputSchema !== undefined, seedLength: seed.length, options },
+    { started, handle, mirror, record: (event) => childMirror.append(event), writer, prompt, signal, structuredRequested: spec.outputSchema !== undefined, seedLength: seed.length, options },
     { lifecycle: host.lifecycle, retire: (r) => host.retire(r), endJobsOf: (owner) => host.endJobsOf(owner) },
   )
   host.track(delegation)

@@ -37,7 +37,7 @@ export function extractResult(events: readonly SessionEvent[], outcome: ChildOut
   }
   if (context.cancelled && stopReason !== 'completed') stopReason = 'aborted'
   const result: SubagentResult = { output, ...used, stopReason }
-  if (diagnostic !== undefined && stopReason !== 'completed') result.diagnostic = truncateDiagnostic(redactDiagnostic(diagnostic))
+  if (diagnostic !== undefined && stopReason !== 'completed') result.diagnostic = diagnosticText(diagnostic)
   return result
 }
 
@@ -59,6 +59,11 @@ function diagnosticOf(end: TurnEndReason | undefined, context: ExtractionContext
 
 const CREDENTIAL_TOKEN = /\b(?:sk|pk|rk|ghp|gho|ghs|xox[abprs])[-_][A-Za-z0-9_-]{8,}|\bBearer\s+[A-Za-z0-9._~+/-]{8,}=*/g
 const CREDENTIAL_FIELD = /\b(api[-_]?key|access[-_]?token|token|secret|password|authorization)(["']?\s*[:=]\s*["']?)[^\s"',;]+/gi
+
+/** A diagnostic as anyone may read it: credentials and environment values blanked, at most 4096 bytes. */
+export function diagnosticText(text: string): string {
+  return truncateDiagnostic(redactDiagnostic(text))
+}
 
 /**
  * Diagnostics may quote an error message (a model's, a crashed worker's), which is not ours to

@@ -6,7 +6,7 @@ import type { AgentOptions, AgentView } from '../agent/view.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
-import { extractResult } from './result.js'
+import { diagnosticText, extractResult, type ChildOutcome } from './result.js'
 import type { SessionWriter } from './store.js'
 import type { ChildHandle } from './transport.js'
 import type { SubagentResult, SubagentRun } from './types.js'
@@ -29,6 +29,8 @@ export interface RunInit {
   started: SubagentStartEvent
   handle: ChildHandle
   mirror: Mirror
+  /** Appends an event to the child's record (the mirror and the store), as if the child had. */
+  record(event: SessionEvent): void
   writer: SessionWriter
   prompt: ContentBlock[]
   signal: AbortSignal
@@ -83,6 +85,7 @@ export class DelegationRun implements SubagentRun {
     const { handle, mirror, prompt, seedLength, structuredRequested, options } = this.#init
     try {
       const outcome = await handle.run(prompt)
+      if (outcome.fault) this.#closeTurn(outcome.fault)
       return extractResult(mirror.session.events, outcome, {
         seedLength,
         cancelled: this.#cancelled,
@@ -92,6 +95,21 @@ export class DelegationRun implements SubagentRun {
     } finally {
       this.#init.signal.removeEventListener('abort', this.#onAbort)
     }
+  }
+
+  /**
+   * A child whose runner died (crashed, or terminated after the grace) never recorded the end of
+   * its turn: the host records it, with the diagnostic, so the transcript on disk says what the
+   * result says.
+   */
+  #closeTurn(fault: NonNullable<ChildOutcome['fault']>): void {
+    const { events } = this.#init.mirror.session
+    let turn = events.length - 1
+    while (turn >= this.#init.seedLength && events[turn]!.type !== 'turn/start' && events[turn]!.type !== 'turn/end') turn--
+    if (turn < this.#init.seedLength || events[turn]!.type !== 'turn/start') return
+    const diagnostic = diagnosticText(fault.diagnostic)
+    const reason = fault.stopReason === 'aborted' ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } } : { kind: 'error', message: diagnostic }
+    this.#init.record({ seq: events.length, type: 'turn/end', data: { reason } })
   }
 
   #ended({ output, stopReason, usage, diagnostic }: SubagentResult): void {

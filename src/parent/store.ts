@@ -8,7 +8,30 @@ export interface SessionStore {
   create(header: SessionHeader): Promise<void>
   append(id: string, events: readonly SessionEvent[]): Promise<void>
   read(id: string): Promise<{ header: SessionHeader; events: SessionEvent[] } | undefined>
-  list(): Promise<SessionHeader[]>
+  /** The sessions' headers (those matching `filter`), and the transcripts that could not be read, each with why. */
+  list(filter?: SessionFilter): Promise<SessionList>
+  /** Forgets a session; deleting one that is not there is not an error. */
+  delete(id: string): Promise<void>
+}
+
+export interface SessionFilter {
+  label?: string
+  parentSession?: string
+}
+
+export interface SessionList {
+  sessions: SessionHeader[]
+  unreadable: Array<{ id: string; error: string }>
+}
+
+/** Whether a header matches a filter (every field given must be equal). */
+export function matches(header: SessionHeader, filter: SessionFilter = {}): boolean {
+  return (filter.label === undefined || header.label === filter.label) && (filter.parentSession === undefined || header.parentSession === filter.parentSession)
+}
+
+/** A header as read back: one written before `type` existed gets it. */
+export function readHeader(header: SessionHeader): SessionHeader {
+  return header.type === 'session' ? header : { type: 'session', ...header }
 }
 
 export function createMemoryStore(): SessionStore {
@@ -27,8 +50,11 @@ export function createMemoryStore(): SessionStore {
       const session = sessions.get(id)
       return session && { header: { ...session.header }, events: [...session.events] }
     },
-    async list() {
-      return [...sessions.values()].map((s) => ({ ...s.header }))
+    async list(filter) {
+      return { sessions: [...sessions.values()].filter((s) => matches(s.header, filter)).map((s) => ({ ...s.header })), unreadable: [] }
+    },
+    async delete(id) {
+      sessions.delete(id)
     },
   }
 }

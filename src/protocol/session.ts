@@ -6,8 +6,14 @@ import { contentBlocks, type ContentBlockSchema } from './content.js'
 import { anything, boolean, closed, count, number, string, union, variant, type JSONSchema, type Wire } from './schema.js'
 import { share } from './validate.js'
 
+/**
+ * A session's first record. `type` tells it from the events in a transcript (the library always
+ * writes it; stores fill it in on a header written before it existed); `provider` and `model`
+ * let `resumeAgent(id)` alone bring an agent back with its model.
+ */
 export const SessionHeader = closed(
   {
+    type: { const: 'session' },
     id: { type: 'string', minLength: 1 },
     createdAt: string,
     parentSession: string,
@@ -17,8 +23,16 @@ export const SessionHeader = closed(
     /** Number of leading events copied from the parent by a fork. */
     seedLength: count,
     cwd: string,
+    /** The agent's model, by its registered name and its model id, when it had one. */
+    provider: string,
+    model: string,
+    /** A child's label, as its parent gave it. */
+    label: string,
+    /** Which provider started a child. */
+    providerKind: { enum: ['spawn', 'fork'] },
   },
-  ['parentSession', 'origin', 'delegationDepth', 'seedLength', 'cwd'],
+  // `type` is optional so any parent's header will do (CONTRACT: any object of the right shape).
+  ['type', 'parentSession', 'origin', 'delegationDepth', 'seedLength', 'cwd', 'provider', 'model', 'label', 'providerKind'],
 )
 export type SessionHeader = Wire<typeof SessionHeader>
 

@@ -58,7 +58,7 @@ describe('parentFromMessages', () => {
     expect(data(events, 'turn/end')).toEqual([{ reason: { kind: 'completed' } }, { reason: { kind: 'completed' } }])
     expect(view.id).toMatch(/^ai-sdk-/)
     expect(view.options).toEqual({})
-    expect(view.session.header).toEqual({ id: view.id, createdAt: expect.any(String) })
+    expect(view.session.header).toEqual({ type: 'session', id: view.id, createdAt: expect.any(String) })
   })
 
   it('a history ending with an answer is a completed turn; failed, denied and provider-executed parts map as documented', () => {

@@ -82,4 +82,46 @@ describe.each(TRANSPORTS)('durable transcripts [%s]', (transport) => {
     await refused
     expect(host.agents.get(run.id)).toBeUndefined()
   })
+
+  it("a child's header records its type, model, label and which provider started it", async () => {
+    const store = createNdjsonStore(dir)
+    const { host, parent } = setup(transport, [textResponse('spawned'), textResponse('forked')], { store })
+    const spawned = await host.spawn.run({ prompt: 'a', parent, label: 'researcher', agentOptions: { model: 'scripted-2' } })
+    expect(spawned.stopReason).toBe('completed')
+    const forked = await host.fork.run({ prompt: 'b', parent })
+    expect(forked.stopReason).toBe('completed')
+    const children = (await store.list({ parentSession: parent.id })).sessions
+    expect(children.map(({ id: _id, createdAt: _at, ...rest }) => rest)).toEqual(
+      expect.arrayContaining([
+        { type: 'session', parentSession: parent.id, origin: 'subagent', delegationDepth: 1, provider: 'scripted', model: 'scripted-2', label: 'researcher', providerKind: 'spawn' },
+        { type: 'session', parentSession: parent.id, origin: 'subagent', delegationDepth: 1, provider: 'scripted', model: 'scripted-1', providerKind: 'fork' },
+      ]),
+    )
+    expect((await store.list({ label: 'researcher' })).sessions).toHaveLength(1)
+    const parentHeader = (await store.read(parent.id))!.header
+    expect(parentHeader).toMatchObject({ type: 'session', id: parent.id, provider: 'scripted', model: 'scripted-1' })
+  })
+
+  it('resumeAgent(id) alone brings an agent back with its model: its next turn just works', async () => {
+    const store = createNdjsonStore(dir)
+    const { host, parent } = setup(transport, [textResponse('before'), textResponse('after resuming')], { store })
+    await parent.run('first')
+    await parent.dispose()
+    const resumed = await host.resumeAgent(parent.id)
+    expect(resumed.options).toEqual({ provider: 'scripted', model: 'scripted-1' })
+    expect(await resumed.run('second')).toMatchObject({ output: [{ type: 'text', text: 'after resuming' }], stopReason: 'completed' })
+    await resumed.dispose() // its transcript is written through before it lets go
+    const stored = await store.read(parent.id)
+    expect(stored!.events.filter((e) => e.type === 'turn/end')).toHaveLength(2)
+  })
+
+  it('a live agent is resumed from the store once disposed, not before', async () => {
+    const store = createNdjsonStore(dir)
+    const { host, parent } = setup(transport, [textResponse('one'), textResponse('two')], { store })
+    await parent.run('first')
+    await expect(host.resumeAgent(parent.id)).rejects.toThrow(/already live on this host: dispose\(\) it first/)
+    await parent.dispose()
+    const resumed = await host.resumeAgent(parent.id)
+    expect((await resumed.run('again')).stopReason).toBe('completed')
+  })
 })

@@ -535,7 +535,7 @@ describe.each(TRANSPORTS)('§1 start: child header [%s]', (transport) => {
     await run.dispose()
     expect(fx.host.agents.get(run.id)).toBeUndefined()
     expect((await store.read(run.id))?.header.delegationDepth).toBe(5)
-    expect((await store.list()).find((h) => h.id === run.id)?.delegationDepth).toBe(5)
+    expect((await store.list()).sessions.find((h) => h.id === run.id)?.delegationDepth).toBe(5)
   })
 })
 

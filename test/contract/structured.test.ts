@@ -363,6 +363,6 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
     expect(started).toEqual([])
     expect(fixture.model.requests).toHaveLength(0)
     const stored = await store.list()
-    expect(stored.filter((h) => h.id !== fixture.parent.id)).toEqual([])
+    expect(stored.sessions.filter((h) => h.id !== fixture.parent.id)).toEqual([])
   })
 })

@@ -83,7 +83,7 @@ export async function expectNothingPublished(
   await new Promise((resolve) => setTimeout(resolve, 20))
   expect(host.agents.list().map((a) => a.id).sort()).toEqual([...agents].sort())
   if (options.store) {
-    const stored = (await options.store.list()).map((h) => h.id).filter((id) => !agents.includes(id))
+    const stored = (await options.store.list()).sessions.map((h) => h.id).filter((id) => !agents.includes(id))
     expect(stored).toEqual([])
   }
   expect(model.requests.length).toBe(0)

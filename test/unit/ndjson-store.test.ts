@@ -13,7 +13,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-const header = { id: 's1', createdAt: '2026-01-01T00:00:00.000Z', origin: 'subagent' as const, delegationDepth: 1 }
+const header = { type: 'session' as const, id: 's1', createdAt: '2026-01-01T00:00:00.000Z', origin: 'subagent' as const, delegationDepth: 1 }
 const event = (seq: number) => ({ seq, type: 'turn/start', data: {} })
 
 describe('createNdjsonStore', () => {
@@ -25,7 +25,7 @@ describe('createNdjsonStore', () => {
     const text = await readFile(join(dir, 'nested', 'sessions', 's1.jsonl'), 'utf8')
     expect(text.split('\n')).toEqual([JSON.stringify(header), ...[0, 1, 2].map((n) => JSON.stringify(event(n))), ''])
     expect(await store.read('s1')).toEqual({ header, events: [event(0), event(1), event(2)] })
-    expect(await store.list()).toEqual([header])
+    expect(await store.list()).toEqual({ sessions: [header], unreadable: [] })
     expect(await store.read('missing')).toBeUndefined()
   })
 
@@ -37,7 +37,7 @@ describe('createNdjsonStore', () => {
     expect(await store.read('s1')).toEqual({ header, events: [event(0)] })
     await writeFile(join(dir, 'torn.jsonl'), '{"id":"torn","crea')
     expect(await store.read('torn')).toBeUndefined()
-    expect(await store.list()).toEqual([header])
+    expect(await store.list()).toEqual({ sessions: [header], unreadable: [] })
   })
 
   it('reports a corrupt line in the middle instead of dropping it silently', async () => {
@@ -62,5 +62,39 @@ describe('createNdjsonStore', () => {
     await resumed.append('s1', [event(1)])
     expect(await resumed.read('s1')).toEqual({ header, events: [event(0), event(1)] })
   })
-})
 
+  it('a header written before it had a type still reads, with the type filled in', async () => {
+    const { type: _, ...old } = header
+    await writeFile(join(dir, 's1.jsonl'), `${JSON.stringify(old)}\n${JSON.stringify(event(0))}\n`)
+    const store = createNdjsonStore(dir)
+    expect(await store.read('s1')).toEqual({ header, events: [event(0)] })
+    expect((await store.list()).sessions).toEqual([header])
+  })
+
+  it('lists what it can read, reports each unreadable transcript apart with why, and filters by label and parent', async () => {
+    const store = createNdjsonStore(dir)
+    await store.create({ ...header, id: 'a', label: 'research', parentSession: 'p1' })
+    await store.create({ ...header, id: 'b', label: 'review', parentSession: 'p1' })
+    await store.create({ ...header, id: 'c', label: 'research', parentSession: 'p2' })
+    await writeFile(join(dir, 'corrupt.jsonl'), 'not json at all\n')
+    await writeFile(join(dir, 'nothead.jsonl'), '[1,2,3]\n')
+    const all = await store.list()
+    expect(all.sessions.map((h) => h.id)).toEqual(['a', 'b', 'c'])
+    expect(all.unreadable).toEqual([
+      { id: 'corrupt', error: expect.stringMatching(/corrupt\.jsonl:1 is not valid JSON/) },
+      { id: 'nothead', error: expect.stringMatching(/nothead\.jsonl:1 is not a session header/) },
+    ])
+    expect((await store.list({ label: 'research' })).sessions.map((h) => h.id)).toEqual(['a', 'c'])
+    expect((await store.list({ parentSession: 'p1' })).sessions.map((h) => h.id)).toEqual(['a', 'b'])
+    expect((await store.list({ label: 'research', parentSession: 'p2' })).sessions.map((h) => h.id)).toEqual(['c'])
+  })
+
+  it('delete forgets a session; deleting one that is not there is not an error', async () => {
+    const store = createNdjsonStore(dir)
+    await store.create(header)
+    await store.delete('s1')
+    expect(await store.read('s1')).toBeUndefined()
+    await expect(store.delete('s1')).resolves.toBeUndefined()
+    await expect(store.delete('../escape')).rejects.toThrow(/cannot name a file/)
+  })
+})

@@ -44,6 +44,21 @@ describe('worker transport: faults are contained', () => {
     await run.dispose()
   })
 
+  it("a terminated child's stored transcript ends with the end of its turn, saying why: nothing shown is missing on disk", async () => {
+    const { host, parent, model, store } = workerHost([toolCallResponse('c1', 'spin', {})])
+    const controller = new AbortController()
+    const run = await host.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
+    await until(() => model.requests.length === 1)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    controller.abort()
+    const { diagnostic } = await run.result
+    const mirrored = [...host.agents.get(run.id)!.session.events]
+    await run.dispose()
+    const stored = (await store.read(run.id))!.events
+    expect(stored).toEqual(mirrored)
+    expect(stored.at(-1)).toEqual({ seq: stored.length - 1, type: 'turn/end', data: { reason: { kind: 'aborted', reason: { kind: 'terminated', diagnostic } } } })
+  })
+
   it.each([
     ['process.exit', 'exit', { code: 7 }, /exited with code 7/],
     ['an uncaught error from a timer', 'timer_throw', {}, /uncaught Error: timer boom/],
@@ -171,7 +186,10 @@ describe('worker transport: faults are contained', () => {
     const { host, parent } = workerHost([])
     const run = await host.spawn.start({ prompt: 'x', parent, signal: signal(), agentOptions: { provider: 'exit-model' } })
     expect((await run.result).diagnostic).toMatch(/exited with code 9/)
-    expect(host.agents.get(run.id)!.session.events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'subagent/descriptor'])
+    const events = host.agents.get(run.id)!.session.events
+    // Everything the child recorded, then the turn's end the host recorded for it, with why.
+    expect(events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'subagent/descriptor', 'turn/end'])
+    expect(events.at(-1)!.data).toEqual({ reason: { kind: 'error', message: expect.stringMatching(/exited with code 9/) } })
     await run.dispose()
   })
 
