@@ -2,6 +2,7 @@
 export { createHost, type Host, type HostOptions, type AgentInit } from './parent/host.js'
 export type { SubagentProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason, PoolOptions } from './parent/types.js'
 export { SubagentDepthError } from './parent/depth.js'
+export { InvalidOptionError } from './parent/options.js'
 export { createMemoryStore, type SessionStore, type SessionFilter, type SessionList } from './parent/store.js'
 export { createNdjsonStore } from './parent/ndjson-store.js'
 export type { LifecycleEvents, SubagentStartEvent, SubagentEndEvent } from './parent/lifecycle.js'

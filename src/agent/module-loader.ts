@@ -3,7 +3,7 @@ import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { defineAgentModule, type AgentModule } from './module.js'
 
-/** A file URL for a path (relative to the working directory) or URL. */
+/** A file URL for an absolute path, or the URL itself (the host refuses a relative path first). */
 export function agentModuleUrl(specifier: string | URL): URL {
   if (specifier instanceof URL) return specifier
   if (typeof specifier !== 'string' || specifier === '') throw new TypeError('agentModule must be a path or a URL')

@@ -136,6 +136,18 @@ export function argumentValidator(schema: object): ValidateFunction {
   return validate
 }
 
+/** The first violation, naming the field and the rule: `unknown property "x"`, `missing property "prompt"`, `arguments.n must be integer`. */
 export function describeErrors(validate: ValidateFunction): string {
-  return ajv.errorsText(validate.errors, { dataVar: 'arguments' })
+  const error = validate.errors?.[0]
+  if (!error) return 'they do not match the tool\'s parameters'
+  const at = `arguments${error.instancePath.replaceAll('/', '.')}`
+  const where = error.instancePath ? ` in ${at}` : ''
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `unknown property "${String(error.params['additionalProperty'])}"${where}`
+    case 'required':
+      return `missing property "${String(error.params['missingProperty'])}"${where}`
+    default:
+      return `${at} ${error.message ?? 'is invalid'}`
+  }
 }

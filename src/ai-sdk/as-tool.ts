@@ -7,6 +7,8 @@
 import { Ajv } from 'ajv'
 import { jsonSchema, tool, type Tool } from 'ai'
 import { ToolError, type AgentView, type ToolDefinition, type ToolExecution } from '../index.js'
+// The library's own wording of a violation (the field and the rule), as its loop gives the model.
+import { describeErrors } from '../agent/schema.js'
 import { describeError } from './error-text.js'
 import type { AiSdkModelMessage } from './parent-from-messages.js'
 
@@ -41,7 +43,7 @@ export function inputSchemaOf<Args>(definition: ToolDefinition<Args>) {
     validate: (value) =>
       check(value)
         ? { success: true, value: value as Args }
-        : { success: false, error: new Error(`invalid arguments for "${definition.name}": ${ajv.errorsText(check.errors, { dataVar: 'arguments' })}`) },
+        : { success: false, error: new Error(`invalid arguments for "${definition.name}": ${describeErrors(check)}`) },
   })
   ;(schema as unknown as Record<symbol, unknown>)[AI5_VALIDATOR] = true
   return schema

@@ -3,6 +3,7 @@
  * store and the lifecycle events, over one transport.
  */
 import { randomUUID } from 'node:crypto'
+import { isAbsolute } from 'node:path'
 import { DELEGATION_SCOPE } from '../agent/child.js'
 import { AgentRuntime, type AgentEnvironment } from '../agent/loop.js'
 import type { Model } from '../agent/model.js'
@@ -15,7 +16,7 @@ import { InlineTransport } from './inline.js'
 import { createJobRegistry, type JobRegistry } from './jobs.js'
 import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from './lifecycle.js'
 import { agentModuleUrl, loadAgentModule } from '../agent/module-loader.js'
-import { checkAgentOptions, isNonNegativeSafeInteger } from './options.js'
+import { checkAgentOptions, integerOption, InvalidOptionError, isNonNegativeSafeInteger, MAX_TIMER_MS } from './options.js'
 import { createProvider, hostClosed } from './provider.js'
 import type { DelegationRun, Mirror } from './run.js'
 import { createMemoryStore, SessionWriter, type SessionStore } from './store.js'
@@ -258,26 +259,56 @@ interface HostSettings {
 }
 
 function checkHostOptions(options: HostOptions): HostSettings {
-  if (typeof options !== 'object' || options === null) throw new TypeError('createHost options must be an object')
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('createHost options', options, 'an object')
   for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) throw new TypeError(`unknown host option "${key}" (known: ${[...OPTION_KEYS].join(', ')})`)
+    if (!OPTION_KEYS.has(key)) throw new InvalidOptionError(key, (options as Record<string, unknown>)[key], `a known host option (an unknown key: the known ones are ${[...OPTION_KEYS].join(', ')})`)
   }
   const isolation = options.isolation ?? 'worker'
-  if (isolation !== 'worker' && isolation !== 'inline') throw new TypeError(`isolation must be 'worker' or 'inline', not ${JSON.stringify(isolation)}`)
-  const abortGraceMs = options.abortGraceMs ?? 2000
-  if (typeof abortGraceMs !== 'number' || !Number.isFinite(abortGraceMs) || abortGraceMs < 0) {
-    throw new TypeError('abortGraceMs must be a non-negative number of milliseconds')
-  }
-  const maxParallelToolCalls = options.maxParallelToolCalls ?? 8
-  if (!Number.isSafeInteger(maxParallelToolCalls) || maxParallelToolCalls < 1) throw new TypeError('maxParallelToolCalls must be a positive integer')
-  if (options.persona !== undefined && typeof options.persona !== 'string') throw new TypeError('persona must be a string')
+  if (isolation !== 'worker' && isolation !== 'inline') throw new InvalidOptionError('isolation', isolation, "'worker' or 'inline'")
+  if (options.agentModule !== undefined) checkAgentModule(options.agentModule)
+  // The grace and the liveness margin after it (grace + 1 s) must both fit a timer.
+  const abortGraceMs = integerOption('abortGraceMs', options.abortGraceMs, 0, MAX_TIMER_MS - 1000) ?? 2000
+  const maxParallelToolCalls = integerOption('maxParallelToolCalls', options.maxParallelToolCalls, 1) ?? 8
+  if (options.persona !== undefined && typeof options.persona !== 'string') throw new InvalidOptionError('persona', options.persona, 'a string')
   const store = options.store ?? createMemoryStore()
   for (const method of ['create', 'append', 'read', 'list', 'delete'] as const) {
-    if (typeof store?.[method] !== 'function') throw new TypeError(`store must implement SessionStore: ${method}() is missing`)
+    if (typeof store?.[method] !== 'function') throw new InvalidOptionError('store', store, `a SessionStore (its ${method}() is missing)`)
   }
-  const pool = options.pool ?? {}
-  if (typeof pool !== 'object' || pool === null) throw new TypeError('pool options must be an object')
-  return { isolation, abortGraceMs, store, persona: options.persona, maxParallelToolCalls, pool }
+  return { isolation, abortGraceMs, store, persona: options.persona, maxParallelToolCalls, pool: checkPoolOptions(options.pool ?? {}) }
+}
+
+const POOL_KEYS = new Set(['minThreads', 'maxThreads', 'childrenPerWorker', 'idleTimeoutMs', 'resourceLimits'])
+const LIMIT_KEYS = new Set(['maxOldGenerationSizeMb', 'maxYoungGenerationSizeMb', 'codeRangeSizeMb', 'stackSizeMb'])
+
+function checkPoolOptions(pool: PoolOptions): PoolOptions {
+  if (typeof pool !== 'object' || pool === null || Array.isArray(pool)) throw new InvalidOptionError('pool', pool, 'an object')
+  for (const key of Object.keys(pool)) {
+    if (!POOL_KEYS.has(key)) throw new InvalidOptionError(`pool.${key}`, (pool as Record<string, unknown>)[key], `a known pool option (an unknown key: the known ones are ${[...POOL_KEYS].join(', ')})`)
+  }
+  const minThreads = integerOption('pool.minThreads', pool.minThreads, 0, 1024)
+  const maxThreads = integerOption('pool.maxThreads', pool.maxThreads, 1, 1024)
+  if (minThreads !== undefined && maxThreads !== undefined && minThreads > maxThreads) {
+    throw new InvalidOptionError('pool.minThreads', minThreads, `at most pool.maxThreads (${maxThreads})`)
+  }
+  integerOption('pool.childrenPerWorker', pool.childrenPerWorker, 1)
+  integerOption('pool.idleTimeoutMs', pool.idleTimeoutMs, 0, MAX_TIMER_MS)
+  const { resourceLimits } = pool
+  if (resourceLimits !== undefined) {
+    if (typeof resourceLimits !== 'object' || resourceLimits === null) throw new InvalidOptionError('pool.resourceLimits', resourceLimits, 'an object of worker heap limits in MB')
+    for (const [key, value] of Object.entries(resourceLimits)) {
+      if (!LIMIT_KEYS.has(key)) throw new InvalidOptionError(`pool.resourceLimits.${key}`, value, `a known limit (${[...LIMIT_KEYS].join(', ')})`)
+      if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new InvalidOptionError(`pool.resourceLimits.${key}`, value, 'a positive number of MB')
+    }
+  }
+  return pool
+}
+
+/** A worker imports the module by URL, whatever its working directory: a relative path would mean another file there. */
+function checkAgentModule(specifier: unknown): void {
+  if (specifier instanceof URL) return
+  const expected = "a URL (new URL('./agents.mjs', import.meta.url)) or an absolute path"
+  if (typeof specifier !== 'string' || specifier === '') throw new InvalidOptionError('agentModule', specifier, expected)
+  if (!isAbsolute(specifier) && !/^[a-z][a-z0-9+.-]+:/i.test(specifier)) throw new InvalidOptionError('agentModule', specifier, `${expected}: a relative path is ambiguous`)
 }
 
 function checkHeaderInit(header: AgentInit['header']): Partial<SessionHeader> {

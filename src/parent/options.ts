@@ -1,5 +1,39 @@
 import type { AgentOptions } from '../agent/view.js'
 
+/** A host option with a wrong value: names the option, the value and what it may be. */
+export class InvalidOptionError extends TypeError {
+  override name = 'InvalidOptionError'
+  readonly code = 'ERR_SUBAGENT_OPTION'
+  readonly option: string
+
+  constructor(option: string, value: unknown, expected: string) {
+    super(`${option} must be ${expected}, not ${describe(value)}`)
+    this.option = option
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value)
+  if (typeof value === 'function') return 'a function'
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** The longest delay a Node.js timer honours; beyond it the timer fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** A whole number in [min, max], or undefined when not given; anything else is an InvalidOptionError. */
+export function integerOption(option: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  if (value === undefined) return undefined
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
+    throw new InvalidOptionError(option, value, max === Number.MAX_SAFE_INTEGER ? `a whole number >= ${min}` : `a whole number from ${min} to ${max}`)
+  }
+  return value as number
+}
+
 /** Depths and counts: a safe integer >= 0, and never -0. */
 export function isNonNegativeSafeInteger(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0 && !Object.is(value, -0)

@@ -108,7 +108,7 @@ describe.each(TRANSPORTS)('delegationTool [%s]', (transport) => {
     for (const version of VERSIONS) {
       const subagent = delegationTool(host, { provider: 'spawn', agentOptions: { provider: 'unused' } })
       const run = await generate(version, [call({}), { text: 'parent done' }], { prompt: 'delegate', tools: { subagent } })
-      expect(run.outcomes).toEqual([{ error: expect.stringContaining(`invalid arguments for "subagent": arguments must have required property 'prompt'`) }])
+      expect(run.outcomes).toEqual([{ error: expect.stringContaining(`invalid arguments for "subagent": missing property "prompt"`) }])
     }
   })
 

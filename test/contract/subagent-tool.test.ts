@@ -174,7 +174,26 @@ describe.each(TRANSPORTS)('§6 the subagent tool [%s]', (transport) => {
     await parent.whenIdle()
     const schema = model.requests[0]!.tools!.find((t) => t.name === 'subagent')!.parameters as { properties: object }
     expect(Object.keys(schema.properties)).toEqual(['description', 'prompt'])
-    expect(results(parent.session.events)[0]).toMatchObject({ isError: true })
+    // The error names the field and the rule, for the model to fix its call.
+    expect(results(parent.session.events)[0]).toMatchObject({
+      isError: true,
+      code: 'INVALID_ARGS',
+      content: [{ type: 'text', text: 'invalid arguments for "subagent": unknown property "run_in_background"' }],
+    })
+  })
+
+  it('a missing or mistyped argument is named in the error the model reads', async () => {
+    const { parent } = fixture([
+      toolCallResponse('a', 'subagent', { description: 'no prompt' }),
+      toolCallResponse('b', 'subagent', { description: 'typed wrong', prompt: 7 }),
+      textResponse('parent done'),
+    ])
+    parent.followup('go')
+    await parent.whenIdle()
+    expect(results(parent.session.events).map((r) => (r as { content: Array<{ text: string }> }).content[0]!.text)).toEqual([
+      'invalid arguments for "subagent": missing property "prompt"',
+      'invalid arguments for "subagent": arguments.prompt must be string',
+    ])
   })
 })
 

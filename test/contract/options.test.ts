@@ -1,0 +1,50 @@
+/**
+ * Host options are checked up front, before any thread starts: a wrong value is an
+ * InvalidOptionError naming the option, the value and what it may be, and an unknown key (a
+ * typo such as `maxThread`) is refused, never silently ignored.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { createHost, InvalidOptionError, type HostOptions } from 'subagent-worker'
+import { CONTRACT_MODULE, closeHosts, TRANSPORTS } from '../support/harness.js'
+
+afterEach(closeHosts)
+
+describe.each(TRANSPORTS)('host options [%s]', (isolation) => {
+  const refused = (options: object) => {
+    try {
+      createHost({ isolation, ...options } as HostOptions)
+    } catch (error) {
+      return error as InvalidOptionError
+    }
+    throw new Error('the host was created')
+  }
+
+  it.each([
+    [{ pool: { maxThreads: Number.NaN } }, 'pool.maxThreads', 'pool.maxThreads must be a whole number from 1 to 1024, not NaN'],
+    [{ pool: { maxThreads: 1.5 } }, 'pool.maxThreads', 'pool.maxThreads must be a whole number from 1 to 1024, not 1.5'],
+    [{ pool: { childrenPerWorker: Number.NaN } }, 'pool.childrenPerWorker', 'pool.childrenPerWorker must be a whole number >= 1, not NaN'],
+    [{ pool: { idleTimeoutMs: Number.NaN } }, 'pool.idleTimeoutMs', 'pool.idleTimeoutMs must be a whole number from 0 to 2147483647, not NaN'],
+    [{ pool: { minThreads: 4, maxThreads: 2 } }, 'pool.minThreads', 'pool.minThreads must be at most pool.maxThreads (2), not 4'],
+    [{ pool: { maxThread: 2 } }, 'pool.maxThread', 'pool.maxThread must be a known pool option'],
+    [{ pool: { resourceLimits: { maxOldGenerationSizeMb: -1 } } }, 'pool.resourceLimits.maxOldGenerationSizeMb', 'must be a positive number of MB, not -1'],
+    [{ abortGraceMs: 2 ** 31 }, 'abortGraceMs', 'abortGraceMs must be a whole number from 0 to 2147482647, not 2147483648'],
+    [{ abortGraceMs: -5 }, 'abortGraceMs', 'abortGraceMs must be a whole number from 0 to 2147482647, not -5'],
+    [{ maxParallelToolCalls: 0 }, 'maxParallelToolCalls', 'maxParallelToolCalls must be a whole number >= 1, not 0'],
+    [{ persona: 42 }, 'persona', 'persona must be a string, not 42'],
+    [{ store: {} }, 'store', 'its create() is missing'],
+    [{ maxThreads: 2 }, 'maxThreads', 'maxThreads must be a known host option'],
+    [{ agentModule: './agents.mjs' }, 'agentModule', "agentModule must be a URL (new URL('./agents.mjs', import.meta.url)) or an absolute path: a relative path is ambiguous"],
+  ])('%j is refused, naming %s', (options, option, message) => {
+    const error = refused(options)
+    expect(error).toBeInstanceOf(InvalidOptionError)
+    expect(error).toBeInstanceOf(TypeError)
+    expect(error).toMatchObject({ name: 'InvalidOptionError', code: 'ERR_SUBAGENT_OPTION', option })
+    expect(error.message).toContain(message)
+  })
+
+  it('an absolute path and a file URL are both accepted for agentModule', () => {
+    const byPath = createHost({ isolation, agentModule: CONTRACT_MODULE })
+    const byUrl = createHost({ isolation, agentModule: new URL(`file://${CONTRACT_MODULE}`) })
+    return Promise.all([byPath.close(), byUrl.close()])
+  })
+})
