@@ -1,4 +1,5 @@
-/** The `bench` command's flags: parsed strictly, because a typo must not silently run (or skip) minutes of benchmarks. */
+/** The `bench` command's flags: parsed strictly (node:util parseArgs), because a typo must not silently run (or skip) minutes of benchmarks. */
+import { parseArgs } from 'node:util'
 
 export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
@@ -29,44 +30,57 @@ export class UsageError extends Error {
   override readonly name = 'UsageError'
 }
 
+const OPTIONS = {
+  quick: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  only: { type: 'string' },
+  json: { type: 'string' },
+  svg: { type: 'string' },
+} as const
+
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const args: BenchArgs = { quick: false, only: [...SCENARIO_IDS], json: undefined, svg: undefined, help: false }
-  const seen = new Set<string>()
-  for (let i = 0; i < argv.length; i++) {
-    const raw = argv[i]!
-    // `--json=FILE` and `--json FILE` are both accepted, as most CLIs do.
-    const eq = raw.startsWith('--') ? raw.indexOf('=') : -1
-    const flag = eq > 0 ? raw.slice(0, eq) : raw
-    const inline = eq > 0 ? raw.slice(eq + 1) : undefined
-    const value = (): string => {
-      const next = inline ?? argv[++i]
-      if (next === undefined || next === '' || (inline === undefined && next.startsWith('--'))) throw new UsageError(`${flag} needs a value`)
-      return next
-    }
-    if (seen.has(flag)) throw new UsageError(`${flag} is given twice`)
-    seen.add(flag)
-    switch (flag) {
-      case '--quick':
-      case '--help':
-      case '-h':
-        if (inline !== undefined) throw new UsageError(`${flag} takes no value`)
-        if (flag === '--quick') args.quick = true
-        else args.help = true
-        break
-      case '--only':
-        args.only = parseOnly(value())
-        break
-      case '--json':
-        args.json = value()
-        break
-      case '--svg':
-        args.svg = value()
-        break
-      default:
-        throw new UsageError(raw.startsWith('-') ? `unknown flag ${flag}` : `unexpected argument ${JSON.stringify(raw)}`)
-    }
+  let parsed: ReturnType<typeof parse>
+  try {
+    parsed = parse(argv)
+  } catch (error) {
+    throw new UsageError(usageMessage(error))
   }
-  return args
+  // parseArgs keeps the last of a repeated flag; two different values are a mistake worth saying.
+  const seen = new Set<string>()
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue
+    if (seen.has(token.name)) throw new UsageError(`${token.rawName} is given twice`)
+    seen.add(token.name)
+    if (token.value === '') throw new UsageError(`${token.rawName} needs a value`)
+  }
+  const { values } = parsed
+  return {
+    quick: values.quick ?? false,
+    help: values.help ?? false,
+    only: values.only === undefined ? [...SCENARIO_IDS] : parseOnly(values.only),
+    json: values.json,
+    svg: values.svg,
+  }
+}
+
+function parse(argv: readonly string[]) {
+  return parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: false, tokens: true })
+}
+
+/** parseArgs's own errors, said the way this command says them. */
+function usageMessage(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string }
+  const flag = /'(-{1,2}[^' ]+)/.exec(message ?? '')?.[1] ?? ''
+  switch (code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `unknown flag ${flag}`
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return /does not take an argument/.test(message ?? '') ? `${flag} takes no value` : `${flag} needs a value`
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return `unexpected argument ${/'([^']*)'/.exec(message ?? '')?.[1] ?? ''}`
+    default:
+      return message ?? String(error)
+  }
 }
 
 /** Ids a name selects: S9 is one run with two rows (host model, module model), so it selects both. */

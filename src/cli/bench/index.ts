@@ -45,7 +45,7 @@ async function measure(args: BenchArgs, argv: readonly string[]): Promise<BenchR
   const scenarios = scenariosFor(args.only)
   // Two floors (bare piscina tasks, a bare channel per thread), each measured once for S1/S2 and once for S3.
   const floorUnits = 2 * ((args.only.some((id) => id === 'S1' || id === 'S2') ? 1 : 0) + (args.only.includes('S3') ? 1 : 0))
-  const progress = createProgress(scenarios.reduce((sum, s) => sum + s.units(plan), floorUnits))
+  const progress = await createProgress(scenarios.reduce((sum, s) => sum + s.units(plan), floorUnits))
   const context = { plan, progress, floor: createFloor(plan, defaultThreads(), progress), channelFloor: createChannelFloor(plan, defaultThreads(), progress) }
   const startedAt = new Date()
   const others = otherLoad()

@@ -1,8 +1,8 @@
 /**
  * The live progress bar on stderr. It is drawn only when stderr is a terminal, so piped or
- * captured runs (CI, the tests, `2> file`) stay quiet; stdout carries only the table.
+ * captured runs (CI, the tests, `2> file`) stay quiet; stdout carries only the table. The bar is
+ * cli-progress, an optional peer: without it installed the bench runs the same, with no bar.
  */
-import { Presets, SingleBar } from 'cli-progress'
 
 export interface Progress {
   /** Names the scenario now running. */
@@ -14,8 +14,16 @@ export interface Progress {
 
 const quiet: Progress = { phase() {}, advance() {}, stop() {} }
 
-export function createProgress(total: number, stream: NodeJS.WriteStream = process.stderr): Progress {
+export async function createProgress(total: number, stream: NodeJS.WriteStream = process.stderr): Promise<Progress> {
   if (!stream.isTTY || total <= 0) return quiet
+  let cliProgress: typeof import('cli-progress')
+  try {
+    cliProgress = await import('cli-progress')
+  } catch {
+    stream.write('(npm install cli-progress for a progress bar)\n')
+    return quiet
+  }
+  const { Presets, SingleBar } = cliProgress
   const bar = new SingleBar(
     {
       stream,
