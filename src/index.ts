@@ -1,13 +1,13 @@
 // The public surface (DESIGN.md): re-exports only.
 export { createHost, type Host, type HostOptions, type AgentInit } from './parent/host.js'
-export type { SubagentProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason, PoolOptions } from './parent/types.js'
+export type { SubagentProvider, HostProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason, StructuredOf, PoolOptions } from './parent/types.js'
 export { SubagentDepthError } from './parent/depth.js'
 export { InvalidOptionError } from './parent/options.js'
 export { createMemoryStore, type SessionStore, type SessionFilter, type SessionList } from './parent/store.js'
 export { createNdjsonStore } from './parent/ndjson-store.js'
 export type { LifecycleEvents, SubagentStartEvent, SubagentEndEvent } from './parent/lifecycle.js'
 export { truncateDiagnostic } from './parent/result.js'
-export { createSubagentTool, type SubagentToolConfig, type ForegroundValue, type BackgroundValue } from './parent/subagent-tool.js'
+export { createSubagentTool, type SubagentArgs, type SubagentToolConfig, type ForegroundValue, type BackgroundValue } from './parent/subagent-tool.js'
 export { createJobTools } from './parent/job-tools.js'
 export type { JobRegistry, JobInfo, JobStatus } from './parent/jobs.js'
 
@@ -15,7 +15,7 @@ export type { Agent, AgentOptions, AgentView, TurnOutcome } from './agent/view.j
 export type { Model, ModelMessage, ModelRequest, ToolSchema } from './agent/model.js'
 export { OpenAICompatibleModel, type OpenAICompatibleOptions } from './agent/openai.js'
 export { ScriptedModel, textResponse, maxTokensResponse, refusalResponse, toolCallResponse, toolCallsResponse, type ScriptEntry } from './agent/scripted.js'
-export { defineTool, ToolError, type ToolDefinition, type ToolExecution, type ToolFilter } from './agent/tools.js'
+export { defineTool, ToolError, type ArgsOf, type ToolDefinition, type ToolExecution, type ToolFilter, type ToolInput } from './agent/tools.js'
 export { defineAgentModule, type AgentHooks, type AgentModule, type ToolCallInfo, type ToolResult } from './agent/module.js'
 export { UnsupportedSchemaError } from './agent/schema.js'
 export { toJsonSchema, type JsonSchema, type SchemaLike, type ToJsonSchemaOptions } from './agent/to-json-schema.js'
@@ -42,4 +42,4 @@ export type {
   StreamChunk,
   FinishReason,
 } from './protocol/index.js'
-export { isEvent, ProtocolError } from './protocol/index.js'
+export { isEvent, ProtocolError, textOf } from './protocol/index.js'

@@ -41,14 +41,16 @@ export function defineAgentModule(module: AgentModule): AgentModule {
     if (typeof model?.stream !== 'function') throw new TypeError(`agent module model "${name}" has no stream() method`)
   }
   const seen = new Set<string>()
-  for (const tool of module.tools ?? []) {
-    defineTool(tool)
-    if (seen.has(tool.name)) throw new Error(`agent module defines tool "${tool.name}" twice`)
-    seen.add(tool.name)
-  }
+  // Checked, and with zod or AI SDK parameters converted to JSON Schema once, where the module loads.
+  const tools = (module.tools ?? []).map((tool) => {
+    const defined = defineTool(tool)
+    if (seen.has(defined.name)) throw new Error(`agent module defines tool "${defined.name}" twice`)
+    seen.add(defined.name)
+    return defined
+  })
   for (const hook of ['beforeStep', 'afterTool'] as const) {
     const fn = module.hooks?.[hook]
     if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`agent module hook ${hook} must be a function`)
   }
-  return module
+  return module.tools === undefined ? module : { ...module, tools }
 }

@@ -42,6 +42,12 @@ export interface ToJsonSchemaOptions {
 // The AI SDK marks its schemas with this global symbol (both `ai` 5 and 6).
 const AI_SDK_SCHEMA = Symbol.for('vercel.ai.schema')
 
+/** Whether `schema` comes from a schema library (zod, the AI SDK) and must be converted; a plain JSON Schema need not. */
+export function isLibrarySchema(schema: unknown): boolean {
+  if (typeof schema === 'function') return true
+  return typeof schema === 'object' && schema !== null && ('~standard' in schema || (schema as Record<symbol, unknown>)[AI_SDK_SCHEMA] === true)
+}
+
 /**
  * Converts `schema` to a plain JSON Schema and checks it against the supported subset (an
  * object-rooted schema; see docs/contract.md). Throws an UnsupportedSchemaError saying what to

@@ -10,7 +10,9 @@ import type { ToolErrorCode } from '../protocol/session.js'
 import { MAX_VALUE_DEPTH, withinDepth } from '../protocol/values.js'
 import type { AgentView } from './view.js'
 import type { ToolSchema } from './model.js'
+import type { Infer } from './infer.js'
 import { argumentValidator, checkSchemaSubset, describeErrors } from './schema.js'
+import { isLibrarySchema, toJsonSchema } from './to-json-schema.js'
 
 export interface ToolExecution {
   /** The calling agent (for a host tool called by a worker child: the host's view of it). */
@@ -43,7 +45,22 @@ export type ToolGuard = (call: { name: string; callId: string }) => string | und
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/
 
-export function defineTool<Args = Record<string, unknown>>(definition: ToolDefinition<Args>): ToolDefinition<Args> {
+/** A tool as written: `parameters` is a JSON Schema, or a zod 4 or AI SDK schema (converted once, here). */
+export interface ToolInput<P, Args> extends Omit<ToolDefinition<Args>, 'parameters'> {
+  parameters: P
+}
+
+/** The arguments a tool's `parameters` describe; any object when its type says nothing. */
+export type ArgsOf<P> = Infer<P, Record<string, unknown>>
+
+/**
+ * Checks a tool and returns it with `parameters` as plain JSON Schema (what crosses threads).
+ * The arguments' type is inferred from `parameters` (a JSON Schema literal, or a zod 4 schema),
+ * unless given: `defineTool<{ n: number }>({ ... })`.
+ */
+export function defineTool<const P extends object>(definition: ToolInput<P, ArgsOf<P>>): ToolDefinition<ArgsOf<P>>
+export function defineTool<Args = Record<string, unknown>>(definition: ToolDefinition<Args>): ToolDefinition<Args>
+export function defineTool(definition: ToolInput<object, never>): ToolDefinition<never> {
   if (typeof definition !== 'object' || definition === null) throw new TypeError('defineTool needs a tool definition object')
   const { name, description, parameters, execute } = definition
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
@@ -51,7 +68,9 @@ export function defineTool<Args = Record<string, unknown>>(definition: ToolDefin
   }
   if (typeof description !== 'string') throw new TypeError(`tool "${name}" needs a string description`)
   if (typeof execute !== 'function') throw new TypeError(`tool "${name}" needs an execute function`)
-  checkSchemaSubset(parameters, `tool "${name}" parameters`)
+  const what = `tool "${name}" parameters`
+  if (isLibrarySchema(parameters)) return { ...definition, parameters: toJsonSchema(parameters, { what }) }
+  checkSchemaSubset(parameters, what)
   return definition
 }
 

@@ -16,6 +16,7 @@ import {
   type SchemaLike,
   type SubagentProvider,
   type SubagentResult,
+  type StructuredOf,
   type SubagentToolConfig,
 } from '../index.js'
 import { asAiSdkTool, inputSchemaOf, runTool, toolExecution, type ParentOf } from './as-tool.js'
@@ -45,14 +46,8 @@ export interface DelegationToolConfig extends SubagentToolConfig {
 export type DelegationInput = { description: string; prompt: string; run_in_background?: boolean }
 export type StructuredDelegationInput = { description: string; prompt: string }
 
-/** The structured value's type: a zod (Standard Schema) schema's input, an AI SDK schema's type, else unknown. */
-export type StructuredOf<S> = S extends { readonly '~standard': { readonly types?: infer T } }
-  ? NonNullable<T> extends { readonly input: infer I }
-    ? I
-    : unknown
-  : S extends { readonly _type: infer T }
-    ? T
-    : unknown
+/** The structured value's type, read from `outputSchema` (a zod schema's input, an AI SDK schema's type, a JSON Schema literal's shape). */
+export type { StructuredOf }
 
 type DelegationHost = Pick<Host, 'spawn' | 'fork' | 'jobs' | 'agents'>
 

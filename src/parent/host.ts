@@ -22,7 +22,7 @@ import type { DelegationRun, Mirror } from './run.js'
 import { createMemoryStore, SessionWriter, type SessionStore } from './store.js'
 import type { Transport } from './transport.js'
 import { WorkerTransport } from './worker-transport.js'
-import type { Placement, PoolOptions, SubagentProvider } from './types.js'
+import type { HostProvider, Placement, PoolOptions } from './types.js'
 
 export interface HostOptions {
   /** Where children run; default 'worker'. */
@@ -48,8 +48,8 @@ export interface Host {
   models: { register(name: string, model: Model): () => void }
   tools: { register(tool: ToolDefinition): () => void; get(name: string): ToolDefinition | undefined; list(): ToolDefinition[] }
   agents: { get(id: string): AgentView | undefined; list(): AgentView[] }
-  spawn: SubagentProvider
-  fork: SubagentProvider
+  spawn: HostProvider
+  fork: HostProvider
   /** Background one-shot runs started by the `subagent` tool. */
   jobs: JobRegistry
   createAgent(init?: AgentInit): Agent
@@ -187,11 +187,11 @@ export function createHost(options: HostOptions = {}): Host {
     },
     tools: {
       register(tool) {
-        defineTool(tool)
-        taken('tool', tool.name, hostTools.has(tool.name), moduleTool(tool.name) !== undefined)
-        hostTools.set(tool.name, tool)
+        const defined = defineTool(tool)
+        taken('tool', defined.name, hostTools.has(defined.name), moduleTool(defined.name) !== undefined)
+        hostTools.set(defined.name, defined)
         return () => {
-          if (hostTools.get(tool.name) === tool) hostTools.delete(tool.name)
+          if (hostTools.get(defined.name) === defined) hostTools.delete(defined.name)
         }
       },
       get: (name) => env.tools.get(name),

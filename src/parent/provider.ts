@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import type { ChildSpec } from '../agent/child.js'
 import { toContent } from '../agent/loop.js'
-import { checkSchemaSubset } from '../agent/schema.js'
+import { toJsonSchema } from '../agent/to-json-schema.js'
 import { checkToolFilter, type ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
@@ -16,7 +16,7 @@ import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun, type Mirror } from './run.js'
 import type { SessionWriter } from './store.js'
 import type { ChildHandle, Transport } from './transport.js'
-import type { SubagentProvider, SubagentResult, SubagentRun, SubagentStartRequest } from './types.js'
+import type { HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from './types.js'
 
 /** What a provider needs from its host. */
 export interface ProviderHost {
@@ -44,14 +44,16 @@ export function hostClosed(): Error {
   return new Error('the host is closed: create a new host to start more subagents')
 }
 
-export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): SubagentProvider {
+export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): HostProvider {
   const inheritsParentContext = name === 'fork'
   return {
     name,
     capabilities: { outputSchema: true, depthLimit: true, toolFilter: true, persona: true },
     inheritsParentContext,
-    start: (request) => start(host, name, inheritsParentContext, request),
-    run: (request) => run(host, name, inheritsParentContext, request),
+    // `structured` is checked against the very schema its type is read from, so typing it from the
+    // schema holds; the casts keep the checker from expanding that type for an unknown schema here.
+    start: ((request: SubagentStartRequest) => start(host, name, inheritsParentContext, request)) as unknown as HostProvider['start'],
+    run: ((request: SubagentStartRequest) => run(host, name, inheritsParentContext, request)) as unknown as HostProvider['run'],
   }
 }
 
@@ -82,7 +84,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
     if (request[key] !== undefined && typeof request[key] !== 'string') throw new TypeError(`subagent request ${key} must be a string`)
   }
   const childDepth = childDepthOf(parent, maxDepth)
-  if (request.outputSchema !== undefined) checkSchemaSubset(request.outputSchema, 'outputSchema')
+  const outputSchema = request.outputSchema === undefined ? undefined : toJsonSchema(request.outputSchema, { what: 'outputSchema' })
   const prompt = toContent(request.prompt)
   const agentOptions = request.agentOptions === undefined ? {} : checkAgentOptions(request.agentOptions, 'agentOptions')
 
@@ -127,7 +129,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   }
   if (request.persona !== undefined) spec.persona = request.persona
   if (toolFilter) spec.toolFilter = toolFilter
-  if (request.outputSchema !== undefined) spec.outputSchema = request.outputSchema
+  if (outputSchema !== undefined) spec.outputSchema = outputSchema
 
   // The creation transaction: build the child unpublished; on abort or failure, roll back.
   // The mirror shares the seed's (immutable) events but not the array the child appends to.

@@ -37,7 +37,8 @@ export interface BackgroundValue {
 }
 
 // A type alias, not an interface: tool argument types must be assignable to Record<string, unknown>.
-type SubagentArgs = {
+/** The `subagent` tool's arguments, as the model gives them. */
+export type SubagentArgs = {
   description: string
   prompt: string
   run_in_background?: boolean

@@ -1,13 +1,15 @@
 /** The provider seam (DESIGN.md "Public surface") and the host's shared option types. */
 import type { ResourceLimits } from 'node:worker_threads'
 import type { Model } from '../agent/model.js'
+import type { Infer } from '../agent/infer.js'
 import type { StopReason } from '../agent/outcome.js'
 import type { ToolDefinition, ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { ContentBlock } from '../protocol/content.js'
 import type { Usage } from '../protocol/session.js'
 
-export interface SubagentStartRequest {
+/** `S` is the type of `outputSchema`, which types the result's `structured`. */
+export interface SubagentStartRequest<S extends object = object> {
   prompt: string | ContentBlock[]
   parent: AgentView
   /**
@@ -18,7 +20,8 @@ export interface SubagentStartRequest {
   signal?: AbortSignal
   label?: string
   agentOptions?: AgentOptions
-  outputSchema?: object
+  /** A JSON Schema, or a zod 4 or AI SDK schema (converted to JSON Schema on the host). */
+  outputSchema?: S
   maxDepth?: number
   toolFilter?: ToolFilter
   persona?: string
@@ -26,20 +29,24 @@ export interface SubagentStartRequest {
 
 export type SubagentStopReason = StopReason
 
-export interface SubagentResult {
+/** The `structured` value an `outputSchema` describes; unknown when its type says nothing. */
+export type StructuredOf<S> = Infer<S, unknown>
+
+export interface SubagentResult<T = unknown> {
   output: ContentBlock[]
-  structured?: unknown
+  /** The child's structured_output value (with `outputSchema`), typed from the schema where it can be. */
+  structured?: T
   diagnostic?: string
   /** The token usage of the child's own steps, summed; absent when no step reported any. */
   usage?: Usage
   stopReason: SubagentStopReason
 }
 
-export interface SubagentRun {
+export interface SubagentRun<T = unknown> {
   /** The child's session id. */
   id: string
   /** Settles with the child's outcome; rejects only for an infrastructure fault. */
-  result: Promise<SubagentResult>
+  result: Promise<SubagentResult<T>>
   /** Idempotent; rejects only when releasing the child failed. */
   dispose(): Promise<void>
   /** The same as `dispose()`, so `await using run = await provider.start(...)` works. */
@@ -56,6 +63,12 @@ export interface SubagentProvider {
    * error when only releasing failed, with an AggregateError of both when the result failed too.
    */
   run(request: SubagentStartRequest): Promise<SubagentResult>
+}
+
+/** The host's own providers (`host.spawn`, `host.fork`): `structured` is typed from the request's `outputSchema`. */
+export interface HostProvider extends SubagentProvider {
+  start<const S extends object = object>(request: SubagentStartRequest<S>): Promise<SubagentRun<StructuredOf<S>>>
+  run<const S extends object = object>(request: SubagentStartRequest<S>): Promise<SubagentResult<StructuredOf<S>>>
 }
 
 export interface PoolOptions {
