@@ -85,7 +85,10 @@ export class AgentRuntime implements Agent {
     this.followup(message)
     await this.whenIdle()
     const { output, end, usage } = readTurns(this.session.events, from)
-    return usage ? { output, stopReason: stopReasonOf(end), usage } : { output, stopReason: stopReasonOf(end) }
+    const outcome: TurnOutcome = { output, stopReason: stopReasonOf(end) }
+    if (usage) outcome.usage = usage
+    if (end?.kind === 'error' || end?.kind === 'blocked') outcome.diagnostic = end.message
+    return outcome
   }
 
   dispose(): Promise<void> {

@@ -17,6 +17,8 @@ export interface TurnOutcome {
   output: ContentBlock[]
   stopReason: StopReason
   usage?: Usage
+  /** Why the turn ended `error` or `refusal`: the turn end's message. */
+  diagnostic?: string
 }
 
 export interface Agent extends AgentView {

@@ -4,8 +4,11 @@
  * typo such as `maxThread`) is refused, never silently ignored.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHost, InvalidOptionError, type HostOptions } from 'subagent-worker'
-import { CONTRACT_MODULE, closeHosts, TRANSPORTS } from '../support/harness.js'
+import { fileURLToPath } from 'node:url'
+import { createHost, InvalidOptionError, textResponse, type HostOptions } from 'subagent-worker'
+import { CONTRACT_MODULE, closeHosts, setup, TRANSPORTS } from '../support/harness.js'
+
+const BROKEN_MODULE = fileURLToPath(new URL('../fixtures/broken-module.mjs', import.meta.url))
 
 afterEach(closeHosts)
 
@@ -46,5 +49,14 @@ describe.each(TRANSPORTS)('host options [%s]', (isolation) => {
     const byPath = createHost({ isolation, agentModule: CONTRACT_MODULE })
     const byUrl = createHost({ isolation, agentModule: new URL(`file://${CONTRACT_MODULE}`) })
     return Promise.all([byPath.close(), byUrl.close()])
+  })
+
+  it('an agent module that fails to load fails the first start, and ends the first turn, with its import error', async () => {
+    const fx = setup(isolation, [textResponse('never')], { agentModule: BROKEN_MODULE })
+    const failure = /agent module file:.*broken-module\.mjs failed to load: Cannot find package 'subagent-worker-no-such-package'/
+    await expect(fx.host.spawn.run({ prompt: 'hi', parent: fx.parent })).rejects.toThrow(failure)
+    const turn = await fx.parent.run('hi')
+    expect(turn).toMatchObject({ output: [], stopReason: 'error', diagnostic: expect.stringMatching(failure) })
+    expect(fx.model.requests).toHaveLength(0)
   })
 })
