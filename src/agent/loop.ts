@@ -306,7 +306,7 @@ export class AgentRuntime implements Agent {
           const rendered = renderToolValue(tool, value)
           result = { isError: false, content: rendered.content, ...keepable(rendered.value) }
         } catch (error) {
-          result = error instanceof ToolError ? failure(error) : errorResult('FAILED', `tool "${call.name}" failed: ${messageOf(error)}`)
+          result = error instanceof ToolError ? failure(error) : errorResult('FAILED', `tool "${call.name}" failed: ${thrownText(error)}`)
         }
       }
     }
@@ -352,6 +352,25 @@ function errorResult(code: ToolErrorCode, text: string): ToolResult {
 
 function failure(error: ToolError): ToolResult {
   return errorResult(error.code, error.message)
+}
+
+/** The host option that grants what Node's permission model denied (process transport). */
+const GRANTED_BY: Record<string, string> = {
+  FileSystemRead: 'sandbox.fsRead',
+  FileSystemWrite: 'sandbox.fsWrite',
+  ChildProcess: 'sandbox.childProcess',
+  WorkerThreads: 'sandbox.worker',
+}
+
+/** A tool's thrown error as the model reads it; a sandbox denial names the permission, what it guarded and the grant. */
+function thrownText(error: unknown): string {
+  const { code, permission, resource } = (error ?? {}) as { code?: unknown; permission?: unknown; resource?: unknown }
+  if (code === 'ERR_DLOPEN_DISABLED') return 'ERR_DLOPEN_DISABLED: the sandbox does not grant loading native addons (sandbox.addons)'
+  if (code !== 'ERR_ACCESS_DENIED') return messageOf(error)
+  const what = typeof permission === 'string' ? permission : 'this operation'
+  const where = typeof resource === 'string' && resource !== '' ? ` on ${resource}` : ''
+  const grant = typeof permission === 'string' && GRANTED_BY[permission] ? ` (${GRANTED_BY[permission]})` : ''
+  return `ERR_ACCESS_DENIED: the sandbox does not grant ${what}${where}${grant}`
 }
 
 const ERROR_CODES = new Set<unknown>(['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'])

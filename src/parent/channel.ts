@@ -1,5 +1,5 @@
 /**
- * The host's end of one channel to a runner (a worker thread today): the frames in both
+ * The host's end of one channel to a runner (a worker thread or a child process): the frames in both
  * directions, the version handshake, and the children placed on that runner. Wire-agnostic: the
  * owner gives it a `send(frame)`, feeds it each frame received, and ends it once the runner is
  * gone.
@@ -9,6 +9,7 @@
  * runner: anything else means the runner cannot be trusted, and it is stopped.
  */
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
+import { fromWireError } from '../protocol/error.js'
 import { Outbox } from '../protocol/outbox.js'
 import { isRunnerFrame, isRunnerMessage } from '../protocol/validators.js'
 import { describeShape, messageOf } from '../protocol/values.js'
@@ -29,7 +30,16 @@ export interface ChannelChild {
   end(fault: Fault): void
 }
 
+/** What kind of runner a channel leads to, as diagnostics name it. */
+export interface RunnerKind {
+  /** 'worker thread', 'child process' */
+  noun: string
+  /** What stopping one does to it: 'terminated', 'killed'. */
+  ended: string
+}
+
 export interface ChannelOptions {
+  kind: RunnerKind
   /** Names the runner in diagnostics, e.g. "worker thread 7". */
   label: string
   config: RunnerConfig
@@ -37,6 +47,8 @@ export interface ChannelOptions {
   send(frame: HostMessage[]): void
   /** Stops the runner for good; its owner calls `end` once it is gone. */
   kill(fault: Fault, culprit?: Culprit): void
+  /** The runner reports an uncaught error that is about to end it. */
+  crashed(error: Error): void
   /** A child arrived or left: the runner's load changed. */
   changed(): void
 }
@@ -48,6 +60,7 @@ export interface Culprit {
 }
 
 export class RunnerChannel {
+  readonly kind: RunnerKind
   readonly label: string
   readonly outbox: Outbox<HostMessage>
   readonly #options: ChannelOptions
@@ -68,6 +81,7 @@ export class RunnerChannel {
   #idleSince = performance.now()
 
   constructor(options: ChannelOptions) {
+    this.kind = options.kind
     this.label = options.label
     this.#options = options
     this.outbox = new Outbox<HostMessage>({
@@ -182,6 +196,8 @@ export class RunnerChannel {
         return
       case 'fatal':
         return this.kill({ stopReason: 'error', diagnostic: `the ${this.label} gave up on its channel: ${message.error.message}` })
+      case 'crashed':
+        return this.#options.crashed(fromWireError(message.error))
       case 'ready':
         this.#ready = true
         return

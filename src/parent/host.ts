@@ -3,7 +3,6 @@
  * store and the lifecycle events, over one transport.
  */
 import { randomUUID } from 'node:crypto'
-import { isAbsolute } from 'node:path'
 import { DELEGATION_SCOPE } from '../agent/child.js'
 import { AgentRuntime, type AgentEnvironment } from '../agent/loop.js'
 import type { Model } from '../agent/model.js'
@@ -15,28 +14,21 @@ import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 import { InlineTransport } from './inline.js'
 import { createJobRegistry, type JobRegistry } from './jobs.js'
 import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from './lifecycle.js'
-import { agentModuleUrl, loadAgentModule } from '../agent/module-loader.js'
-import { checkAgentOptions, integerOption, InvalidOptionError, isNonNegativeSafeInteger, MAX_TIMER_MS } from './options.js'
+import { loadAgentModule } from '../agent/module-loader.js'
+import { openChildProcess } from './child-process.js'
+import { checkAgentOptions, isNonNegativeSafeInteger } from './options.js'
+import { PoolTransport } from './pool-transport.js'
+import type { OpenEndpoint } from './runner-site.js'
+import { processFlags } from './sandbox.js'
+import { settingsOf, type HostOptions, type HostSettings } from './settings.js'
 import { createProvider, hostClosed } from './provider.js'
 import type { DelegationRun, Mirror } from './run.js'
-import { createMemoryStore, SessionWriter, type SessionStore } from './store.js'
+import { SessionWriter } from './store.js'
 import type { Transport } from './transport.js'
-import { WorkerTransport } from './worker-transport.js'
-import type { HostProvider, Placement, PoolOptions } from './types.js'
+import type { HostProvider, Placement } from './types.js'
+import { openWorkerThread } from './worker-thread.js'
 
-export interface HostOptions {
-  /** Where children run; default 'worker'. */
-  isolation?: 'worker' | 'inline'
-  /** ESM module (default export from defineAgentModule) with models, tools and hooks. */
-  agentModule?: string | URL
-  pool?: PoolOptions
-  /** Cooperative cancel budget before a stuck worker is terminated; default 2000. */
-  abortGraceMs?: number
-  store?: SessionStore
-  /** Deployment persona; a child's persona shadows it. */
-  persona?: string
-  maxParallelToolCalls?: number
-}
+export type { HostOptions }
 
 export interface AgentInit {
   id?: string
@@ -60,10 +52,24 @@ export interface Host {
   close(): Promise<void>
 }
 
-const OPTION_KEYS = new Set(['isolation', 'agentModule', 'pool', 'abortGraceMs', 'store', 'persona', 'maxParallelToolCalls'])
+/** Where children run: the host's thread, worker threads or child processes (one pool per depth). */
+function transportOf(settings: HostSettings, childEnvironment: () => AgentEnvironment, placement: () => Placement): Transport {
+  const { isolation, pool, agentModule, persona, maxParallelToolCalls, abortGraceMs, sandbox } = settings
+  if (isolation === 'inline') return new InlineTransport(childEnvironment, persona)
+  const config = { maxParallelToolCalls, ...(agentModule ? { agentModule: agentModule.href } : {}), ...(persona === undefined ? {} : { persona }) }
+  const { env, resourceLimits } = pool
+  let open: OpenEndpoint
+  if (isolation === 'worker') {
+    open = (events) => openWorkerThread({ env, resourceLimits }, events)
+  } else {
+    const execArgv = processFlags(sandbox, agentModule, resourceLimits)
+    open = (events) => openChildProcess({ env, execArgv }, events)
+  }
+  return new PoolTransport({ open, pool, abortGraceMs, config, placement })
+}
 
 export function createHost(options: HostOptions = {}): Host {
-  const settings = checkHostOptions(options)
+  const settings = settingsOf(options)
   const lifecycle = new Lifecycle()
   const store = settings.store
   const hostModels = new Map<string, Model>()
@@ -88,7 +94,7 @@ export function createHost(options: HostOptions = {}): Host {
     delegated: false,
   }
 
-  const moduleUrl = options.agentModule === undefined ? undefined : agentModuleUrl(options.agentModule)
+  const moduleUrl = settings.agentModule
   const loading = (async () => {
     if (moduleUrl === undefined) return
     const module = await loadAgentModule(moduleUrl)
@@ -112,17 +118,7 @@ export function createHost(options: HostOptions = {}): Host {
     const tools = new Map<string, ToolDefinition>([...hostTools, ...(loaded.tools ?? []).map((t) => [t.name, t] as const)])
     return { ...env, models, tools: { get: (name) => tools.get(name), list: () => tools.values() } }
   }
-  const transport: Transport =
-    settings.isolation === 'inline'
-      ? new InlineTransport(childEnvironment, settings.persona)
-      : new WorkerTransport({
-          pool: settings.pool,
-          abortGraceMs: settings.abortGraceMs,
-          agentModule: moduleUrl,
-          persona: settings.persona,
-          maxParallelToolCalls: settings.maxParallelToolCalls,
-          placement: hostPlacement,
-        })
+  const transport = transportOf(settings, childEnvironment, hostPlacement)
 
   const providerHost = {
     transport,
@@ -247,68 +243,6 @@ export function createHost(options: HostOptions = {}): Host {
       })())
     },
   }
-}
-
-interface HostSettings {
-  isolation: 'worker' | 'inline'
-  abortGraceMs: number
-  store: SessionStore
-  persona: string | undefined
-  maxParallelToolCalls: number
-  pool: PoolOptions
-}
-
-function checkHostOptions(options: HostOptions): HostSettings {
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('createHost options', options, 'an object')
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) throw new InvalidOptionError(key, (options as Record<string, unknown>)[key], `a known host option (an unknown key: the known ones are ${[...OPTION_KEYS].join(', ')})`)
-  }
-  const isolation = options.isolation ?? 'worker'
-  if (isolation !== 'worker' && isolation !== 'inline') throw new InvalidOptionError('isolation', isolation, "'worker' or 'inline'")
-  if (options.agentModule !== undefined) checkAgentModule(options.agentModule)
-  // The grace and the liveness margin after it (grace + 1 s) must both fit a timer.
-  const abortGraceMs = integerOption('abortGraceMs', options.abortGraceMs, 0, MAX_TIMER_MS - 1000) ?? 2000
-  const maxParallelToolCalls = integerOption('maxParallelToolCalls', options.maxParallelToolCalls, 1) ?? 8
-  if (options.persona !== undefined && typeof options.persona !== 'string') throw new InvalidOptionError('persona', options.persona, 'a string')
-  const store = options.store ?? createMemoryStore()
-  for (const method of ['create', 'append', 'read', 'list', 'delete'] as const) {
-    if (typeof store?.[method] !== 'function') throw new InvalidOptionError('store', store, `a SessionStore (its ${method}() is missing)`)
-  }
-  return { isolation, abortGraceMs, store, persona: options.persona, maxParallelToolCalls, pool: checkPoolOptions(options.pool ?? {}) }
-}
-
-const POOL_KEYS = new Set(['minThreads', 'maxThreads', 'childrenPerWorker', 'idleTimeoutMs', 'resourceLimits'])
-const LIMIT_KEYS = new Set(['maxOldGenerationSizeMb', 'maxYoungGenerationSizeMb', 'codeRangeSizeMb', 'stackSizeMb'])
-
-function checkPoolOptions(pool: PoolOptions): PoolOptions {
-  if (typeof pool !== 'object' || pool === null || Array.isArray(pool)) throw new InvalidOptionError('pool', pool, 'an object')
-  for (const key of Object.keys(pool)) {
-    if (!POOL_KEYS.has(key)) throw new InvalidOptionError(`pool.${key}`, (pool as Record<string, unknown>)[key], `a known pool option (an unknown key: the known ones are ${[...POOL_KEYS].join(', ')})`)
-  }
-  const minThreads = integerOption('pool.minThreads', pool.minThreads, 0, 1024)
-  const maxThreads = integerOption('pool.maxThreads', pool.maxThreads, 1, 1024)
-  if (minThreads !== undefined && maxThreads !== undefined && minThreads > maxThreads) {
-    throw new InvalidOptionError('pool.minThreads', minThreads, `at most pool.maxThreads (${maxThreads})`)
-  }
-  integerOption('pool.childrenPerWorker', pool.childrenPerWorker, 1)
-  integerOption('pool.idleTimeoutMs', pool.idleTimeoutMs, 0, MAX_TIMER_MS)
-  const { resourceLimits } = pool
-  if (resourceLimits !== undefined) {
-    if (typeof resourceLimits !== 'object' || resourceLimits === null) throw new InvalidOptionError('pool.resourceLimits', resourceLimits, 'an object of worker heap limits in MB')
-    for (const [key, value] of Object.entries(resourceLimits)) {
-      if (!LIMIT_KEYS.has(key)) throw new InvalidOptionError(`pool.resourceLimits.${key}`, value, `a known limit (${[...LIMIT_KEYS].join(', ')})`)
-      if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new InvalidOptionError(`pool.resourceLimits.${key}`, value, 'a positive number of MB')
-    }
-  }
-  return pool
-}
-
-/** A worker imports the module by URL, whatever its working directory: a relative path would mean another file there. */
-function checkAgentModule(specifier: unknown): void {
-  if (specifier instanceof URL) return
-  const expected = "a URL (new URL('./agents.mjs', import.meta.url)) or an absolute path"
-  if (typeof specifier !== 'string' || specifier === '') throw new InvalidOptionError('agentModule', specifier, expected)
-  if (!isAbsolute(specifier) && !/^[a-z][a-z0-9+.-]+:/i.test(specifier)) throw new InvalidOptionError('agentModule', specifier, `${expected}: a relative path is ambiguous`)
 }
 
 function checkHeaderInit(header: AgentInit['header']): Partial<SessionHeader> {

@@ -1,5 +1,5 @@
 /**
- * The host's handle on one child that runs on a runner (a worker thread today): one explicit
+ * The host's handle on one child that runs on a runner (a worker thread or a child process): one explicit
  * state machine, one way out. Every path that ends the child (its turn finished, its creation
  * failed, the host let it go, it broke the protocol, its runner died) goes through `#settle`,
  * once, which resolves `run()`, rejects a pending creation, closes its host calls and gives its
@@ -110,13 +110,13 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       this.#channel.kill(
         {
           stopReason: 'error',
-          diagnostic: `the worker thread this child shared was terminated because sibling subagent ${this.id} did not stop within ${this.#graceMs} ms of being cancelled`,
+          diagnostic: `the ${this.#channel.kind.noun} this child shared was ${this.#channel.kind.ended} because sibling subagent ${this.id} did not stop within ${this.#graceMs} ms of being cancelled`,
         },
         {
           child: this,
           fault: {
             stopReason: 'aborted',
-            diagnostic: `the child did not stop within abortGraceMs (${this.#graceMs} ms) of being cancelled, so its worker thread was terminated`,
+            diagnostic: `the child did not stop within abortGraceMs (${this.#graceMs} ms) of being cancelled, so its ${this.#channel.kind.noun} was ${this.#channel.kind.ended}`,
           },
         },
       )

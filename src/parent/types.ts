@@ -71,13 +71,24 @@ export interface HostProvider extends SubagentProvider {
   run<const S extends object = object>(request: SubagentStartRequest<S>): Promise<SubagentResult<StructuredOf<S>>>
 }
 
+/** The runners of the `worker` and `process` transports (worker threads or child processes). */
 export interface PoolOptions {
+  /** Runners kept started; default half the cores (at least 1). */
   minThreads?: number
+  /** Runners at most, for each delegation depth; default 1.5 × the cores. */
   maxThreads?: number
-  /** Children sharing one worker thread; default 1 (a worker to each child). */
+  /** Children sharing one runner; default 1 (a runner to each child). */
   childrenPerWorker?: number
   idleTimeoutMs?: number
+  /** Starts that may wait for a slot; one more is refused at once. Default unbounded. */
+  maxQueue?: number
+  /** Heap caps per runner, in MB; a child process takes only the two heap sizes. */
   resourceLimits?: ResourceLimits
+  /**
+   * The runners' whole environment: exact values, or the names of host variables copied when the
+   * host is created. Default none: a child never sees the host's `process.env`.
+   */
+  env?: Record<string, string> | string[]
 }
 
 /** Models and tools by name, as a child sees them from its creation on. */

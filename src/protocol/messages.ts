@@ -12,6 +12,8 @@
  *               runner: created | create-failed; events; rpc calls; idle (the one-shot turn is
  *               over and the runner let the child go); dropped (after a drop); failed.
  *   liveness    host: ping {n}; runner: pong {n}.
+ *   going down  runner: crashed {error}, when an uncaught error is about to end it (a runner
+ *               whose host cannot see the error itself, such as a child process).
  */
 import { ChildSpec, RemoteToolDescriptor } from './child.js'
 import { contentBlocks, type ContentBlockSchema } from './content.js'
@@ -23,7 +25,7 @@ import type { StreamChunkSchema } from './stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 2
+export const PROTOCOL_VERSION = 3
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -67,6 +69,8 @@ export const RunnerMessage = {
     variant('hello', { v: version }),
     /** The runner cannot go on at all (say, a version it does not speak). */
     variant('fatal', { error: WireError }),
+    /** An uncaught error is ending the runner: the cause its children's diagnostics name. */
+    variant('crashed', { error: WireError }),
     /** The agent module is loaded (or failed to load): the runner answers promptly from now on. */
     variant('ready', {}),
     variant('created', { child }),

@@ -12,6 +12,9 @@ import { isHostFrame } from '../protocol/validators.js'
 import { RunnerChild, type ChildHost } from './child.js'
 import { flushing, type LocalModule } from './flushing.js'
 
+/** A promise that settles once everything sent is written, or undefined when nothing is pending. */
+export type Drained = () => Promise<void> | undefined
+
 export class Runner {
   readonly #children = new Map<string, RunnerChild>()
   readonly #outbox: Outbox<RunnerMessage>
@@ -19,7 +22,14 @@ export class Runner {
   #local: Promise<LocalModule> | undefined
   #stopped = false
 
-  constructor(send: (frame: RunnerMessage[]) => void) {
+  readonly #drained: Drained | undefined
+
+  /**
+   * `send` hands a frame to the wire. `drained`, for a wire that writes later (a pipe), says when
+   * what was handed over is written: module code runs only then, since it may end the runner.
+   */
+  constructor(send: (frame: RunnerMessage[]) => void, drained?: Drained) {
+    this.#drained = drained
     this.#outbox = new Outbox<RunnerMessage>({
       send,
       ownerOf: childOf,
@@ -71,7 +81,8 @@ export class Runner {
       return this.#fatal(new ProtocolError(`the host speaks frame protocol v${v} but this runner speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`))
     }
     this.#config = config
-    const guard = <T>(code: () => T) => this.#outbox.afterSent(code)
+    const drained = this.#drained
+    const guard = <T>(code: () => T) => this.#outbox.afterSent(drained ? () => drained()?.then(code) ?? code() : code)
     this.#local = (config.agentModule ? loadAgentModule(config.agentModule) : Promise.resolve({})).then((module) => flushing(module, guard))
     const ready = () => this.#outbox.push({ type: 'ready' })
     this.#local.then(ready, ready)
@@ -87,6 +98,13 @@ export class Runner {
       },
       fatal: (error: Error) => this.#fatal(error),
     }
+  }
+
+  /** An uncaught error is about to end the runner: tell the host the cause, with everything queued. */
+  crashed(error: unknown): void {
+    if (this.#stopped) return
+    this.#outbox.push({ type: 'crashed', error: toWireError(error) })
+    this.#outbox.flush()
   }
 
   /** The channel cannot be trusted any more: say why, and stop every child. */

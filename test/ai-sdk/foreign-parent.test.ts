@@ -11,6 +11,7 @@ import { z } from 'zod'
 import type { SubagentEndEvent, SubagentStartEvent } from 'subagent-worker'
 import { delegationTool, fromLanguageModel } from 'subagent-worker/ai-sdk'
 import { closeHosts, openHost, v3Stream, type Call, type Reply } from './support.js'
+import type { TransportName } from '../support/harness.js'
 
 afterAll(closeHosts)
 
@@ -44,7 +45,7 @@ function parentReply({ prompt }: Call): Reply {
   return { text: `research: ${said['research']} | recall: ${said['recall']} | extract: ${JSON.stringify(said['extract'])}` }
 }
 
-async function scenario(isolation: 'inline' | 'worker') {
+async function scenario(isolation: TransportName) {
   const host = openHost(isolation)
   const started: SubagentStartEvent[] = []
   const ended: SubagentEndEvent[] = []
@@ -96,5 +97,12 @@ describe('a foreign parent on the AI SDK', () => {
     const { started, text } = await scenario('inline')
     expect(text).toBe('research: fresh: I only know "Find facts about Paris." | recall: forked: you said "I am Ada from Paris." | extract: {"name":"Ada","city":"Paris"}')
     expect(started.every((event) => event.local)).toBe(true)
+  })
+
+  it('and to children in sandboxed child processes alike', async () => {
+    const { started, ended, text } = await scenario('process')
+    expect(text).toBe('research: fresh: I only know "Find facts about Paris." | recall: forked: you said "I am Ada from Paris." | extract: {"name":"Ada","city":"Paris"}')
+    expect(started.map((event) => event.local)).toEqual([false, false, false])
+    expect(ended.map((event) => event.stopReason)).toEqual(['completed', 'completed', 'completed'])
   })
 })

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { MockLanguageModelV3, convertArrayToReadableStream as toStream6 } from 'ai/test'
 import { MockLanguageModelV2, convertArrayToReadableStream as toStream5 } from 'ai5/test'
 import { createHost, type Host, type HostOptions } from 'subagent-worker'
+import type { TransportName } from '../support/harness.js'
 
 export const SPECS = ['v2', 'v3'] as const
 export type Spec = (typeof SPECS)[number]
@@ -110,8 +111,11 @@ export function callsOf(model: MockLanguageModelV2 | MockLanguageModelV3): Call[
 
 const open: Host[] = []
 
-export function openHost(isolation: 'inline' | 'worker', options: Omit<HostOptions, 'isolation'> = {}): Host {
-  const host = createHost({ isolation, ...options })
+/** Fixture modules import `ai` and `zod`: a sandboxed child process must be let read them. */
+const NODE_MODULES = fileURLToPath(new URL('../../node_modules', import.meta.url))
+
+export function openHost(isolation: TransportName, options: Omit<HostOptions, 'isolation'> = {}): Host {
+  const host = createHost({ isolation, ...(isolation === 'process' ? { sandbox: { fsRead: [NODE_MODULES] } } : {}), ...options })
   open.push(host)
   return host
 }

@@ -5,8 +5,10 @@
 import { fileURLToPath } from 'node:url'
 import { createHost, ScriptedModel, type Host, type HostOptions, type ScriptEntry, type SessionEvent } from 'subagent-worker'
 
-export const TRANSPORTS = ['inline', 'worker'] as const
+export const TRANSPORTS = ['inline', 'worker', 'process'] as const
 export type TransportName = (typeof TRANSPORTS)[number]
+/** The transports that run children on pooled runners (threads, processes): where CONTRACT.md §8 applies. */
+export const POOLED = ['worker', 'process'] as const
 
 export const CONTRACT_MODULE = fileURLToPath(new URL('../fixtures/contract-module.mjs', import.meta.url))
 

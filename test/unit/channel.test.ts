@@ -18,10 +18,12 @@ function channel() {
   const sent: HostMessage[] = []
   const kills: Array<{ diagnostic: string }> = []
   const ch = new RunnerChannel({
+    kind: { noun: 'test runner', ended: 'stopped' },
     label: 'test runner',
     config: { maxParallelToolCalls: 8 },
     send: (frame) => void sent.push(...structuredClone(frame)),
     kill: (fault) => void kills.push(fault),
+    crashed: () => {},
     changed: () => {},
   })
   const child = (id: string, outputSchema?: Record<string, unknown>) => {

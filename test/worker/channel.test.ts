@@ -1,18 +1,18 @@
 /**
- * The host-light worker transport (issue 7): one channel per thread with children multiplexed
- * and frames coalesced; a dead thread settling every child on it; a stuck thread found by its
- * heartbeat, a busy one never judged; and the host trusting nothing the worker sends, proven by
- * module code that forges calls and frames on its thread's channel.
+ * The host-light pooled transports (issue 7), on a worker thread and in a child process alike:
+ * one channel per runner with children multiplexed and frames coalesced; a dead runner settling
+ * every child on it; a stuck runner found by its heartbeat, a busy one never judged; and the
+ * host trusting nothing a runner sends, proven by module code that forges calls and frames on
+ * its runner's channel.
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
 import { defineTool, ScriptedModel, textResponse, toolCallResponse, type HostOptions, type ScriptEntry } from 'subagent-worker'
-import { shape, streamedRuns } from '../support/harness.js'
+import { POOLED, shape, streamedRuns } from '../support/harness.js'
 
 const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
-const workerHost = (script: ScriptEntry[], options: HostOptions = {}) => hostOn(WIRE_MODULE, script, options)
 
 /** A host tool that counts its runs: none of the forged calls may reach it. */
 function countedTool(name: string, extra: { needsApproval?: boolean; parameters?: object } = {}) {
@@ -37,165 +37,172 @@ function replyOf(events: readonly { type: string; data: unknown }[]): { type: st
 
 const forgedCall = (payload: object, method = 'tool') => ({ frame: [{ type: 'rpc/call', child: '$self', call: 777, method, payload }], reply: 777 })
 
-describe('worker transport: frames', () => {
-  it('a thousand children on one thread stream in the same turn: every event arrives, in order per child, in few frames', async () => {
-    const children = 1000
-    const { host, run } = workerHost([], { pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: children } })
-    const results = await Promise.all(Array.from({ length: children }, (_, i) => run({ prompt: `${i}/${children}`, agentOptions: { provider: 'burst' } })))
-    for (const [i, { result, events }] of results.entries()) {
-      expect(result).toEqual({ output: [{ type: 'text', text: `${i}.0 ${i}.1 ${i}.2 ` }], stopReason: 'completed' })
-      expect(events.map((e) => e.seq)).toEqual(events.map((_, seq) => seq))
-      expect(shape(events)).toEqual(['turn/start', 'user/message', 'subagent/descriptor', 'assistant/chunk', 'assistant/message', 'turn/end'])
-      expect(streamedRuns(events)).toEqual([`${i}.0 ${i}.1 ${i}.2 `])
-    }
-    // A last child asks how many frames its thread has sent for all of that: a handful per wave,
-    // not one per message (there were more than 5,000 of those).
-    host.models.register('count', new ScriptedModel([toolCallResponse('f', 'frames_posted', {}), textResponse('counted')]))
-    const { events } = await run({ agentOptions: { provider: 'count' } })
-    const counted = (events.find((e) => e.type === 'tool/result')!.data as { value: number }).value
-    expect(counted).toBeGreaterThan(0)
-    expect(counted).toBeLessThan(children / 5)
-  })
-})
+describe.each(POOLED)('%s transport', (isolation) => {
+  const workerHost = (script: ScriptEntry[], options: HostOptions = {}) => hostOn(WIRE_MODULE, script, { isolation, ...options })
+  /** How diagnostics name the runner. */
+  const noun = isolation === 'worker' ? 'worker thread' : 'child process'
+  const protocolError = (what: string) => new RegExp(`^protocol error: the ${noun} \\d+ sent ${what}`)
 
-describe('worker transport: a dead thread', () => {
-  it('settles every child multiplexed on it with the cause, keeping everything each had emitted', async () => {
-    const { host, parent, store } = workerHost(['hang', 'hang', toolCallResponse('x', 'exit', { code: 5 })], {
-      pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 3 },
+  describe('frames', () => {
+    it('a thousand children on one runner stream in the same turn: every event arrives, in order per child, in few frames', async () => {
+      const children = 1000
+      const { host, run } = workerHost([], { pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: children } })
+      const results = await Promise.all(Array.from({ length: children }, (_, i) => run({ prompt: `${i}/${children}`, agentOptions: { provider: 'burst' } })))
+      for (const [i, { result, events }] of results.entries()) {
+        expect(result).toEqual({ output: [{ type: 'text', text: `${i}.0 ${i}.1 ${i}.2 ` }], stopReason: 'completed' })
+        expect(events.map((e) => e.seq)).toEqual(events.map((_, seq) => seq))
+        expect(shape(events)).toEqual(['turn/start', 'user/message', 'subagent/descriptor', 'assistant/chunk', 'assistant/message', 'turn/end'])
+        expect(streamedRuns(events)).toEqual([`${i}.0 ${i}.1 ${i}.2 `])
+      }
+      // A last child asks how many frames its thread has sent for all of that: a handful per wave,
+      // not one per message (there were more than 5,000 of those).
+      host.models.register('count', new ScriptedModel([toolCallResponse('f', 'frames_posted', {}), textResponse('counted')]))
+      const { events } = await run({ agentOptions: { provider: 'count' } })
+      const counted = (events.find((e) => e.type === 'tool/result')!.data as { value: number }).value
+      expect(counted).toBeGreaterThan(0)
+      expect(counted).toBeLessThan(children / 5)
     })
-    const start = () => host.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal })
-    const waiting = [await start(), await start()]
-    while (waiting.some((run) => !host.agents.get(run.id)!.session.events.some((e) => e.type === 'assistant/chunk'))) await new Promise((r) => setTimeout(r, 5))
-    const exiting = await start()
-    const all = [...waiting, exiting]
-    const results = await Promise.all(all.map((run) => run.result))
-    for (const result of results) {
+  })
+
+  describe('a dead runner', () => {
+    it('settles every child multiplexed on it with the cause, keeping everything each had emitted', async () => {
+      const { host, parent, store } = workerHost(['hang', 'hang', toolCallResponse('x', 'exit', { code: 5 })], {
+        pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 3 },
+      })
+      const start = () => host.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal })
+      const waiting = [await start(), await start()]
+      while (waiting.some((run) => !host.agents.get(run.id)!.session.events.some((e) => e.type === 'assistant/chunk'))) await new Promise((r) => setTimeout(r, 5))
+      const exiting = await start()
+      const all = [...waiting, exiting]
+      const results = await Promise.all(all.map((run) => run.result))
+      for (const result of results) {
+        expect(result.stopReason).toBe('error')
+        expect(result.diagnostic).toMatch(/exited with code 5/)
+      }
+      expect(results[0]!.output).toEqual([{ type: 'text', text: 'partial' }])
+      expect(results[1]!.output).toEqual([{ type: 'text', text: 'partial' }])
+      for (const run of all) {
+        const mirrored = host.agents.get(run.id)!.session.events
+        await run.dispose()
+        expect((await store.read(run.id))!.events).toEqual(mirrored)
+      }
+    })
+  })
+
+  describe('liveness', () => {
+    it('a runner left spinning by a finished child is found by its heartbeat and replaced; the next start succeeds', async () => {
+      const { run, host } = workerHost([toolCallResponse('s', 'stray_spin', {}), toolCallResponse('w', 'where', {}), textResponse('done'), toolCallResponse('w', 'where', {}), textResponse('fine')], {
+        pool: { minThreads: 1, maxThreads: 1 },
+      })
+      const first = await run()
+      expect(first.result.stopReason).toBe('completed')
+      const firstThread = (first.events.filter((e) => e.type === 'tool/result')[1]!.data as { value: number }).value
+      await new Promise((resolve) => setTimeout(resolve, 300)) // the stray timer fires: the thread spins for good
+      const started = performance.now()
+      const second = await run()
+      const elapsed = performance.now() - started
+      expect(second.result).toEqual({ output: [{ type: 'text', text: 'fine' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+      const secondThread = (second.events.find((e) => e.type === 'tool/result')!.data as { value: number }).value
+      expect(secondThread).not.toBe(firstThread)
+      // abortGraceMs (200) + 1 s of silence, then a fresh thread; generous for a loaded machine.
+      expect(elapsed).toBeGreaterThan(1200)
+      expect(elapsed).toBeLessThan(6000)
+      expect(host.agents.list()).toHaveLength(1)
+    })
+
+    it('a runner busy in a long CPU-bound tool is never judged dead: a child waiting to be built on it just waits', async () => {
+      const { host, parent, model } = workerHost([], { abortGraceMs: 100, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 } })
+      host.models.register('burner', new ScriptedModel([toolCallResponse('b', 'burn', { ms: 2500 }), toolCallResponse('w', 'where', {}), textResponse('burned')]))
+      host.models.register('later', new ScriptedModel([toolCallResponse('w', 'where', {}), textResponse('built after the burn')]))
+      const burning = await host.spawn.start({ prompt: 'burn', parent, signal: new AbortController().signal, agentOptions: { provider: 'burner' } })
+      while (!host.agents.get(burning.id)!.session.events.some((e) => e.type === 'assistant/message')) await new Promise((r) => setTimeout(r, 5))
+      await new Promise((r) => setTimeout(r, 50)) // the burn has begun
+      const later = await host.spawn.start({ prompt: 'later', parent, signal: new AbortController().signal, agentOptions: { provider: 'later' } })
+      expect(await burning.result).toEqual({ output: [{ type: 'text', text: 'burned' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
+      expect(await later.result).toEqual({ output: [{ type: 'text', text: 'built after the burn' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
+      const threadOf = (id: string) => host.agents.get(id)!.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { value: unknown }).value).at(-1)
+      expect(threadOf(later.id)).toBe(threadOf(burning.id)) // the same thread: never terminated
+      expect(model.requests).toHaveLength(0)
+      await Promise.all([burning.dispose(), later.dispose()])
+    })
+  })
+
+  describe('the host trusts nothing the runner sends', () => {
+    it('a forged call to a host tool the child’s filter denies is refused as unknown, and never runs', async () => {
+      const secret = countedTool('secret')
+      const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ name: 'secret', callId: 'x', args: {} })), textResponse('done')])
+      host.tools.register(secret.definition)
+      const { events, result } = await run({ toolFilter: { deny: ['secret'] } })
+      expect(result.stopReason).toBe('completed')
+      expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { name: 'ToolError', message: 'unknown tool "secret"', code: 'UNKNOWN_TOOL' } })
+      expect(secret.tool.runs).toBe(0)
+    })
+
+    it('a forged call to a needsApproval host tool is denied, and never runs', async () => {
+      const guarded = countedTool('guarded', { needsApproval: true })
+      const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ name: 'guarded', callId: 'x', args: {} })), textResponse('done')])
+      host.tools.register(guarded.definition)
+      const { events } = await run()
+      expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { code: 'DENIED', message: expect.stringContaining('needs approval') } })
+      expect(guarded.tool.runs).toBe(0)
+    })
+
+    it('a forged call with arguments breaking the tool’s schema is refused, and never runs', async () => {
+      const typed = countedTool('typed', { parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false } })
+      const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ name: 'typed', callId: 'x', args: { n: 'not a number' } })), textResponse('done')])
+      host.tools.register(typed.definition)
+      const { events } = await run()
+      expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { code: 'INVALID_ARGS', message: expect.stringContaining('invalid arguments for "typed"') } })
+      expect(typed.tool.runs).toBe(0)
+    })
+
+    it('a forged call with a payload that does not match its method is refused by the typed RPC', async () => {
+      const typed = countedTool('typed')
+      const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ name: 5, callId: 'x', args: {} })), textResponse('done')])
+      host.tools.register(typed.definition)
+      const { events } = await run()
+      expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { name: 'ProtocolError', message: expect.stringContaining('invalid payload for rpc method "tool"') } })
+      expect(typed.tool.runs).toBe(0)
+    })
+
+    it('a forged call to a host model that is not the child’s own is refused; that model is never asked', async () => {
+      const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ provider: 'other', request: { model: 'x', messages: [] } }, 'model')), textResponse('done')])
+      const other = new ScriptedModel([textResponse('should never stream')])
+      host.models.register('other', other)
+      const { events } = await run()
+      expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { name: 'ProtocolError', message: expect.stringContaining('may call only its own model "scripted", not "other"') } })
+      expect(other.requests).toHaveLength(0)
+    })
+
+    it('a forged event out of sequence ends that child with a protocol error: a gap is never accepted', async () => {
+      const { run } = workerHost([toolCallResponse('f', 'forge', { frame: [{ type: 'events', child: '$self', events: [{ seq: 999, type: 'turn/start', data: {} }] }] }), textResponse('done')])
+      const { result } = await run()
       expect(result.stopReason).toBe('error')
-      expect(result.diagnostic).toMatch(/worker thread exited with code 5/)
-    }
-    expect(results[0]!.output).toEqual([{ type: 'text', text: 'partial' }])
-    expect(results[1]!.output).toEqual([{ type: 'text', text: 'partial' }])
-    for (const run of all) {
-      const mirrored = host.agents.get(run.id)!.session.events
-      await run.dispose()
-      expect((await store.read(run.id))!.events).toEqual(mirrored)
-    }
-  })
-})
-
-describe('worker transport: liveness', () => {
-  it('a thread left spinning by a finished child is found by its heartbeat and replaced; the next start succeeds', async () => {
-    const { run, host } = workerHost([toolCallResponse('s', 'stray_spin', {}), toolCallResponse('w', 'where', {}), textResponse('done'), toolCallResponse('w', 'where', {}), textResponse('fine')], {
-      pool: { minThreads: 1, maxThreads: 1 },
+      expect(result.diagnostic).toMatch(protocolError('event 999 where event \\d+ was due'))
     })
-    const first = await run()
-    expect(first.result.stopReason).toBe('completed')
-    const firstThread = (first.events.filter((e) => e.type === 'tool/result')[1]!.data as { value: number }).value
-    await new Promise((resolve) => setTimeout(resolve, 300)) // the stray timer fires: the thread spins for good
-    const started = performance.now()
-    const second = await run()
-    const elapsed = performance.now() - started
-    expect(second.result).toEqual({ output: [{ type: 'text', text: 'fine' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
-    const secondThread = (second.events.find((e) => e.type === 'tool/result')!.data as { value: number }).value
-    expect(secondThread).not.toBe(firstThread)
-    // abortGraceMs (200) + 1 s of silence, then a fresh thread; generous for a loaded machine.
-    expect(elapsed).toBeGreaterThan(1200)
-    expect(elapsed).toBeLessThan(6000)
-    expect(host.agents.list()).toHaveLength(1)
-  })
 
-  it('a thread busy in a long CPU-bound tool is never judged dead: a child waiting to be built on it just waits', async () => {
-    const { host, parent, model } = workerHost([], { abortGraceMs: 100, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 } })
-    host.models.register('burner', new ScriptedModel([toolCallResponse('b', 'burn', { ms: 2500 }), toolCallResponse('w', 'where', {}), textResponse('burned')]))
-    host.models.register('later', new ScriptedModel([toolCallResponse('w', 'where', {}), textResponse('built after the burn')]))
-    const burning = await host.spawn.start({ prompt: 'burn', parent, signal: new AbortController().signal, agentOptions: { provider: 'burner' } })
-    while (!host.agents.get(burning.id)!.session.events.some((e) => e.type === 'assistant/message')) await new Promise((r) => setTimeout(r, 5))
-    await new Promise((r) => setTimeout(r, 50)) // the burn has begun
-    const later = await host.spawn.start({ prompt: 'later', parent, signal: new AbortController().signal, agentOptions: { provider: 'later' } })
-    expect(await burning.result).toEqual({ output: [{ type: 'text', text: 'burned' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
-    expect(await later.result).toEqual({ output: [{ type: 'text', text: 'built after the burn' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
-    const threadOf = (id: string) => host.agents.get(id)!.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { value: unknown }).value).at(-1)
-    expect(threadOf(later.id)).toBe(threadOf(burning.id)) // the same thread: never terminated
-    expect(model.requests).toHaveLength(0)
-    await Promise.all([burning.dispose(), later.dispose()])
-  })
-})
+    it('a frame that is not a list of messages stops the runner; its children are told why', async () => {
+      const { run } = workerHost([toolCallResponse('f', 'forge', { frame: { type: 'events' } }), textResponse('never')])
+      const { result } = await run()
+      expect(result.stopReason).toBe('error')
+      expect(result.diagnostic).toMatch(protocolError('a malformed frame of type "events", so it was stopped'))
+    })
 
-describe('worker transport: the host trusts nothing the worker sends', () => {
-  it('a forged call to a host tool the child’s filter denies is refused as unknown, and never runs', async () => {
-    const secret = countedTool('secret')
-    const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ name: 'secret', callId: 'x', args: {} })), textResponse('done')])
-    host.tools.register(secret.definition)
-    const { events, result } = await run({ toolFilter: { deny: ['secret'] } })
-    expect(result.stopReason).toBe('completed')
-    expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { name: 'ToolError', message: 'unknown tool "secret"', code: 'UNKNOWN_TOOL' } })
-    expect(secret.tool.runs).toBe(0)
-  })
-
-  it('a forged call to a needsApproval host tool is denied, and never runs', async () => {
-    const guarded = countedTool('guarded', { needsApproval: true })
-    const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ name: 'guarded', callId: 'x', args: {} })), textResponse('done')])
-    host.tools.register(guarded.definition)
-    const { events } = await run()
-    expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { code: 'DENIED', message: expect.stringContaining('needs approval') } })
-    expect(guarded.tool.runs).toBe(0)
-  })
-
-  it('a forged call with arguments breaking the tool’s schema is refused, and never runs', async () => {
-    const typed = countedTool('typed', { parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false } })
-    const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ name: 'typed', callId: 'x', args: { n: 'not a number' } })), textResponse('done')])
-    host.tools.register(typed.definition)
-    const { events } = await run()
-    expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { code: 'INVALID_ARGS', message: expect.stringContaining('invalid arguments for "typed"') } })
-    expect(typed.tool.runs).toBe(0)
-  })
-
-  it('a forged call with a payload that does not match its method is refused by the typed RPC', async () => {
-    const typed = countedTool('typed')
-    const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ name: 5, callId: 'x', args: {} })), textResponse('done')])
-    host.tools.register(typed.definition)
-    const { events } = await run()
-    expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { name: 'ProtocolError', message: expect.stringContaining('invalid payload for rpc method "tool"') } })
-    expect(typed.tool.runs).toBe(0)
-  })
-
-  it('a forged call to a host model that is not the child’s own is refused; that model is never asked', async () => {
-    const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ provider: 'other', request: { model: 'x', messages: [] } }, 'model')), textResponse('done')])
-    const other = new ScriptedModel([textResponse('should never stream')])
-    host.models.register('other', other)
-    const { events } = await run()
-    expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { name: 'ProtocolError', message: expect.stringContaining('may call only its own model "scripted", not "other"') } })
-    expect(other.requests).toHaveLength(0)
-  })
-
-  it('a forged event out of sequence ends that child with a protocol error: a gap is never accepted', async () => {
-    const { run } = workerHost([toolCallResponse('f', 'forge', { frame: [{ type: 'events', child: '$self', events: [{ seq: 999, type: 'turn/start', data: {} }] }] }), textResponse('done')])
-    const { result } = await run()
-    expect(result.stopReason).toBe('error')
-    expect(result.diagnostic).toMatch(/^protocol error: the worker thread \d+ sent event 999 where event \d+ was due/)
-  })
-
-  it('a frame that is not a list of messages stops the thread; its children are told why', async () => {
-    const { run } = workerHost([toolCallResponse('f', 'forge', { frame: { type: 'events' } }), textResponse('never')])
-    const { result } = await run()
-    expect(result.stopReason).toBe('error')
-    expect(result.diagnostic).toMatch(/^protocol error: the worker thread \d+ sent a malformed frame of type "events", so it was stopped/)
-  })
-
-  it('a thread may address only its own children: a message for a child on another thread stops the sender, not the other child', async () => {
-    const { host, parent } = workerHost(['hang'], { pool: { minThreads: 2, maxThreads: 2 } })
-    const victim = await host.spawn.start({ prompt: 'wait', parent, signal: new AbortController().signal })
-    while (!host.agents.get(victim.id)!.session.events.some((e) => e.type === 'assistant/chunk')) await new Promise((r) => setTimeout(r, 5))
-    host.models.register('forger', new ScriptedModel([toolCallResponse('f', 'forge', { frame: [{ type: 'idle', child: victim.id }] }), textResponse('never')]))
-    const forger = await host.spawn.start({ prompt: 'forge', parent, signal: new AbortController().signal, agentOptions: { provider: 'forger' } })
-    const forged = await forger.result
-    expect(forged.stopReason).toBe('error')
-    expect(forged.diagnostic).toMatch(/^protocol error: the worker thread \d+ sent a 'idle' message for a child it does not host, so it was stopped/)
-    // The victim, on the other thread, is still running its turn: nothing it did not send was taken as its own.
-    const victimEvents = host.agents.get(victim.id)!.session.events
-    expect(victimEvents.some((e) => e.type === 'turn/end')).toBe(false)
-    await victim.dispose()
-    expect((await victim.result).stopReason).toBe('aborted')
-    await forger.dispose()
+    it('a runner may address only its own children: a message for a child on another runner stops the sender, not the other child', async () => {
+      const { host, parent } = workerHost(['hang'], { pool: { minThreads: 2, maxThreads: 2 } })
+      const victim = await host.spawn.start({ prompt: 'wait', parent, signal: new AbortController().signal })
+      while (!host.agents.get(victim.id)!.session.events.some((e) => e.type === 'assistant/chunk')) await new Promise((r) => setTimeout(r, 5))
+      host.models.register('forger', new ScriptedModel([toolCallResponse('f', 'forge', { frame: [{ type: 'idle', child: victim.id }] }), textResponse('never')]))
+      const forger = await host.spawn.start({ prompt: 'forge', parent, signal: new AbortController().signal, agentOptions: { provider: 'forger' } })
+      const forged = await forger.result
+      expect(forged.stopReason).toBe('error')
+      expect(forged.diagnostic).toMatch(protocolError("a 'idle' message for a child it does not host, so it was stopped"))
+      // The victim, on the other thread, is still running its turn: nothing it did not send was taken as its own.
+      const victimEvents = host.agents.get(victim.id)!.session.events
+      expect(victimEvents.some((e) => e.type === 'turn/end')).toBe(false)
+      await victim.dispose()
+      expect((await victim.result).stopReason).toBe('aborted')
+      await forger.dispose()
+    })
   })
 })

@@ -1,16 +1,16 @@
 /**
- * CONTRACT.md §8 and issue 3 §5: what the worker transport adds. Faults are contained: each way
- * a worker can die settles the run with a diagnostic naming the cause, keeps what the child
- * emitted, leaves other children running, and the pool carries on.
+ * CONTRACT.md §8 and §9: what the pooled transports add. Faults are contained: each way a runner
+ * (a worker thread, a child process) can die settles the run with a diagnostic naming the cause,
+ * keeps what the child emitted, leaves other children running, and the pool carries on.
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
+import { POOLED } from '../support/harness.js'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
 import { defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type HostOptions, type ScriptEntry } from 'subagent-worker'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
-const workerHost = (script: ScriptEntry[], options: HostOptions = {}) => hostOn(FAULT_MODULE, script, options)
 
 const signal = () => new AbortController().signal
 
@@ -22,7 +22,11 @@ async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void
   }
 }
 
-describe('worker transport: faults are contained', () => {
+describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
+  const workerHost = (script: ScriptEntry[], options: HostOptions = {}) => hostOn(FAULT_MODULE, script, { isolation, ...options })
+  /** What stopping a runner is called in its diagnostics. */
+  const stopped = isolation === 'worker' ? 'terminated' : 'killed'
+
   it('a spinning child is terminated after abortGraceMs and settles aborted, saying so', async () => {
     const { host, parent, model } = workerHost([toolCallResponse('c1', 'spin', {}, 'spinning now')])
     const controller = new AbortController()
@@ -34,7 +38,7 @@ describe('worker transport: faults are contained', () => {
     const result = await run.result
     const elapsed = performance.now() - aborted
     expect(result.stopReason).toBe('aborted')
-    expect(result.diagnostic).toMatch(/did not stop within abortGraceMs \(200 ms\).*terminated/)
+    expect(result.diagnostic).toMatch(new RegExp(`did not stop within abortGraceMs \\(200 ms\\).*${stopped}`))
     expect(result.output).toEqual([
       { type: 'text', text: 'spinning now' },
       { type: 'tool-call', id: 'c1', name: 'spin', arguments: '{}' },
@@ -122,7 +126,7 @@ describe('worker transport: faults are contained', () => {
     stuck.abort()
     const [stuckResult, siblingResult] = await Promise.all([spinning.result, sibling.result])
     expect(stuckResult.stopReason).toBe('aborted')
-    expect(stuckResult.diagnostic).toMatch(/terminated/)
+    expect(stuckResult.diagnostic).toContain(stopped)
     expect(siblingResult.stopReason).toBe('error')
     expect(siblingResult.diagnostic).toContain(`sibling subagent ${spinning.id}`)
     // The sibling's text streamed before the termination survives.

@@ -1,6 +1,7 @@
 /**
- * Issue 3 §6 and the scale rules: where models and tools run, name clashes caught at start-up,
- * hundreds of concurrent delegations, and a host that lets the process exit after close().
+ * Issue 3 §6 and the scale rules, on each pooled transport: where models and tools run, name
+ * clashes caught at start-up, hundreds of concurrent delegations, and a host that lets the
+ * process exit after close().
  */
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -8,6 +9,7 @@ import { promisify } from 'node:util'
 import { threadId } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, createSubagentTool, defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type Model } from 'subagent-worker'
+import { POOLED } from '../support/harness.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const hosts: Array<ReturnType<typeof createHost>> = []
@@ -16,43 +18,47 @@ afterEach(async () => {
 })
 const signal = () => new AbortController().signal
 
-function host(options: Parameters<typeof createHost>[0] = {}) {
-  const created = createHost({ isolation: 'worker', agentModule: FAULT_MODULE, ...options })
-  hosts.push(created)
-  return created
-}
+describe.each(POOLED)('%s transport: placement', (isolation) => {
+  const host = (options: Parameters<typeof createHost>[0] = {}) => {
+    const created = createHost({ isolation, agentModule: FAULT_MODULE, ...options })
+    hosts.push(created)
+    return created
+  }
+  /** Where code ran: a thread of this process, or another process. */
+  const here = { threadId, pid: process.pid }
+  const runnerOf = (where: { threadId: number; pid: number }) => (isolation === 'worker' ? where.threadId : where.pid)
 
-describe('worker transport: placement', () => {
   it('module tools and models run in the worker; host models and tools run in the main thread', async () => {
     const h = host()
-    let modelThread = -1
+    let modelPlace: object | undefined
     const script = new ScriptedModel([toolCallResponse('w', 'where', {}), toolCallResponse('h', 'host_where', {}), textResponse('done')])
     const secretModel: Model = {
       // The closure (say, an API key) never leaves the main thread: only chunks cross.
       stream(request) {
-        modelThread = threadId
+        modelPlace = { threadId, pid: process.pid }
         return script.stream(request)
       },
     }
     h.models.register('secret-model', secretModel)
-    h.tools.register(defineTool({ name: 'host_where', description: 'thread', parameters: { type: 'object' }, execute: () => ({ threadId }) }))
+    h.tools.register(defineTool({ name: 'host_where', description: 'thread', parameters: { type: 'object' }, execute: () => ({ threadId, pid: process.pid }) }))
     const parent = h.createAgent({ options: { provider: 'secret-model' } })
     const run = await h.spawn.start({ prompt: 'where?', parent, signal: signal() })
     expect((await run.result).stopReason).toBe('completed')
-    const results = h.agents.get(run.id)!.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { value: { threadId: number } }).value.threadId)
-    expect(modelThread).toBe(threadId)
-    expect(results[0]).not.toBe(threadId) // module tool: in the worker
-    expect(results[1]).toBe(threadId) // host tool: in the main thread
+    const results = h.agents.get(run.id)!.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { value: { threadId: number; pid: number } }).value)
+    expect(modelPlace).toEqual(here)
+    expect(runnerOf(results[0]!)).not.toBe(runnerOf(here)) // module tool: on the runner
+    expect(results[1]).toEqual(here) // host tool: in the host's main thread
     await run.dispose()
   })
 
-  it('a module model answers from the worker thread', async () => {
+  it('a module model answers from the runner', async () => {
     const h = host()
     const parent = h.createAgent({ options: { provider: 'module-echo' } })
     const run = await h.spawn.start({ prompt: 'hi', parent, signal: signal() })
     const { output } = await run.result
     expect(output).toHaveLength(1)
-    expect(output[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^module model on thread [1-9]\d*$/) })
+    const [, thread, pid] = /^module model on thread (\d+) in process (\d+)$/.exec((output[0] as { text: string }).text) ?? []
+    expect(runnerOf({ threadId: Number(thread), pid: Number(pid) })).not.toBe(runnerOf(here))
     await run.dispose()
   })
 
@@ -67,7 +73,13 @@ describe('worker transport: placement', () => {
   })
 })
 
-describe('worker transport: scale and shutdown', () => {
+describe.each(POOLED)('%s transport: scale and shutdown', (isolation) => {
+  const host = (options: Parameters<typeof createHost>[0] = {}) => {
+    const created = createHost({ isolation, agentModule: FAULT_MODULE, ...options })
+    hosts.push(created)
+    return created
+  }
+
   it('200 concurrent delegations complete and leave host.agents with only the parent', async () => {
     const h = host({ pool: { minThreads: 2, maxThreads: 4, childrenPerWorker: 8 } })
     h.models.register('scripted', new ScriptedModel(Array.from({ length: 200 }, (_, i) => textResponse(`answer ${i}`))))
@@ -95,9 +107,9 @@ describe('worker transport: scale and shutdown', () => {
     await Promise.all([a.dispose(), b.dispose()])
   })
 
-  it('after close() no thread, port or timer keeps the process alive', async () => {
+  it('after close() no runner, port or timer keeps the process alive', async () => {
     const script = fileURLToPath(new URL('../fixtures/close-exits.mjs', import.meta.url))
-    const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 15_000 })
+    const { stdout } = await promisify(execFile)(process.execPath, [script, isolation], { timeout: 15_000 })
     expect(stdout.trim()).toBe('closed aborted')
   })
 

@@ -1,0 +1,133 @@
+/**
+ * CONTRACT.md §8 and §9: what a child may touch. On every pooled transport its environment is
+ * `pool.env` and never a copy of the host's. In a child process it also runs under Node's
+ * permission model, deny by default: each denied operation reaches the model as an ordinary tool
+ * error naming the permission, and each grant in `sandbox` works. When the host dies, its child
+ * processes exit.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { createHost, InvalidOptionError, textResponse, toolCallResponse, type HostOptions } from 'subagent-worker'
+import { POOLED } from '../support/harness.js'
+import { toolResults } from '../support/loop-helpers.js'
+import { closeWorkerHosts, workerHost } from '../support/worker-host.js'
+
+const SANDBOX_MODULE = fileURLToPath(new URL('../fixtures/sandbox-module.mjs', import.meta.url))
+const SECRET_NAME = 'SUBAGENT_WORKER_TEST_SECRET'
+
+afterEach(closeWorkerHosts)
+
+let dir: string
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'subagent-worker-sandbox-'))
+  await writeFile(join(dir, 'secret.txt'), 'the host secret')
+  process.env[SECRET_NAME] = 'sk-host-only-value'
+})
+afterAll(async () => {
+  delete process.env[SECRET_NAME]
+  await rm(dir, { recursive: true, force: true })
+})
+
+/** Runs one child that calls `tool` with `args`, then answers; returns that call's tool result and what the model was sent. */
+async function attempt(isolation: (typeof POOLED)[number], tool: string, args: object, options: HostOptions = {}) {
+  const fixture = workerHost(SANDBOX_MODULE, [toolCallResponse('c1', tool, args), textResponse('done')], { isolation, ...options })
+  const { events, result } = await fixture.run()
+  expect(result.stopReason).toBe('completed')
+  const [toolResult] = toolResults(events)
+  // What the model's next request carried back as the tool's answer.
+  const answer = (fixture.model.requests[1]?.messages as Array<{ role: string; content: Array<{ text?: string }> }>).find((message) => message.role === 'tool')
+  const sent = answer?.content.map((block) => block.text).join('')
+  return { ...toolResult!, text: toolResult!.content.map((block) => block.text).join(''), sent }
+}
+
+describe.each(POOLED)('%s transport: the environment is pool.env, never the host’s', (isolation) => {
+  it('a child sees none of the host’s variables by default', async () => {
+    expect((await attempt(isolation, 'env', { name: SECRET_NAME })).text).toBe('(unset)')
+    expect((await attempt(isolation, 'env', { name: 'PATH' })).text).toBe('(unset)')
+  })
+
+  it('pool.env names variables to copy from the host, or gives exact values', async () => {
+    expect((await attempt(isolation, 'env', { name: SECRET_NAME }, { pool: { env: [SECRET_NAME] } })).text).toBe('sk-host-only-value')
+    expect((await attempt(isolation, 'env', { name: 'MODE' }, { pool: { env: { MODE: 'test' } } })).text).toBe('test')
+  })
+
+  it('pool.env is checked when the host is created', () => {
+    expect(() => createHost({ isolation, pool: { env: { MODE: 42 as unknown as string } } })).toThrow(InvalidOptionError)
+    expect(() => createHost({ isolation, pool: { env: 'PATH' as unknown as string[] } })).toThrow(/pool.env must be an object of exact values/)
+  })
+})
+
+describe('process transport: deny by default', () => {
+  it.each([
+    ['write a file outside the allow-list', 'write', () => ({ path: join(dir, 'out.txt') }), /^tool "write" failed: ERR_ACCESS_DENIED: the sandbox does not grant FileSystemWrite on .*out\.txt \(sandbox\.fsWrite\)$/],
+    ['read a secret file', 'read', () => ({ path: join(dir, 'secret.txt') }), /^tool "read" failed: ERR_ACCESS_DENIED: the sandbox does not grant FileSystemRead on .*secret\.txt \(sandbox\.fsRead\)$/],
+    ['start a process', 'spawn', () => ({}), /^tool "spawn" failed: ERR_ACCESS_DENIED: the sandbox does not grant ChildProcess.* \(sandbox\.childProcess\)$/],
+    ['start a worker thread', 'thread', () => ({}), /^tool "thread" failed: ERR_ACCESS_DENIED: the sandbox does not grant WorkerThreads \(sandbox\.worker\)$/],
+    ['load a native addon', 'addon', () => ({}), /^tool "addon" failed: ERR_DLOPEN_DISABLED: the sandbox does not grant loading native addons \(sandbox\.addons\)$/],
+  ])('a child may not %s: the model gets a tool error naming the permission', async (_, tool, args, message) => {
+    const result = await attempt('process', tool, args())
+    expect(result).toMatchObject({ isError: true, code: 'FAILED' })
+    expect(result.text).toMatch(message)
+    expect(result.sent).toBe(result.text) // the model's next request carries it
+  })
+
+  it('nothing was written, and the secret never left the host', async () => {
+    await attempt('process', 'write', { path: join(dir, 'out.txt') })
+    await expect(readFile(join(dir, 'out.txt'))).rejects.toThrow(/ENOENT/)
+    expect((await attempt('process', 'read', { path: join(dir, 'secret.txt') })).sent).not.toContain('the host secret')
+  })
+})
+
+describe('process transport: what sandbox grants works', () => {
+  it('fsRead and fsWrite grant paths (a folder grants everything below it)', async () => {
+    const sandbox = { fsRead: [join(dir, 'secret.txt')], fsWrite: [dir] }
+    expect((await attempt('process', 'read', { path: join(dir, 'secret.txt') }, { sandbox })).text).toBe('the host secret')
+    expect((await attempt('process', 'write', { path: join(dir, 'granted.txt') }, { sandbox })).text).toBe('wrote it')
+    expect(await readFile(join(dir, 'granted.txt'), 'utf8')).toBe('written')
+  })
+
+  it('childProcess, worker and addons grant what they name', async () => {
+    // The spawned node reads its own files: grant it the node binary's folder.
+    const sandbox = { childProcess: true, worker: true, addons: true, fsRead: [join(process.execPath, '..', '..')] }
+    expect((await attempt('process', 'spawn', {}, { sandbox })).text).toBe('42')
+    expect((await attempt('process', 'thread', {}, { sandbox })).text).toBe('thread said 42')
+    // Allowed to load, the addon fails only on its missing file.
+    expect((await attempt('process', 'addon', {}, { sandbox })).text).not.toContain('ERR_DLOPEN_DISABLED')
+  })
+
+  it('sandbox is refused for other transports, and checked', () => {
+    expect(() => createHost({ isolation: 'worker', sandbox: {} })).toThrow(/sandbox must be given only with isolation: 'process'/)
+    expect(() => createHost({ isolation: 'process', sandbox: { fsRead: ['relative/path'] } })).toThrow(/sandbox.fsRead must be a list of absolute paths/)
+    expect(() => createHost({ isolation: 'process', sandbox: { network: true } as never })).toThrow(/sandbox.network must be a known sandbox option/)
+  })
+})
+
+describe('process transport: a host that dies', () => {
+  it('leaves no child process behind: the runners exit when their channel to it closes', async () => {
+    const script = fileURLToPath(new URL('../fixtures/host-dies.mjs', import.meta.url))
+    const host = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const pid = await new Promise<number>((resolve, reject) => {
+      host.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())))
+      host.once('exit', (code) => reject(new Error(`the host exited early (${code})`)))
+    })
+    expect(alive(pid)).toBe(true)
+    host.kill('SIGKILL')
+    const deadline = Date.now() + 5000
+    while (alive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(alive(pid)).toBe(false)
+  })
+})
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
