@@ -29,11 +29,19 @@ async function importAgentModule(href: string): Promise<AgentModule> {
   try {
     namespace = await import(href)
   } catch (error) {
-    throw new Error(`agent module ${href} failed to load: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new Error(`agent module ${href} failed to load: ${loadFailure(error)}`, { cause: error })
   }
   const exported = namespace.default ?? namespace.agentModule
   if (exported === undefined) {
     throw new TypeError(`agent module ${href} must export its module as default: export default defineAgentModule({ ... })`)
   }
   return defineAgentModule(exported as AgentModule)
+}
+
+/** Why an import failed; a sandboxed child process says what it may not read, and how to grant it. */
+function loadFailure(error: unknown): string {
+  const { code, permission, resource } = (error ?? {}) as { code?: unknown; permission?: unknown; resource?: unknown }
+  const message = error instanceof Error ? error.message : String(error)
+  if (code !== 'ERR_ACCESS_DENIED' || typeof resource !== 'string') return message
+  return `${message}: the sandbox does not grant ${String(permission)} on ${resource} (grant it with the host's sandbox.fsRead)`
 }

@@ -36,6 +36,10 @@ describe.each(TRANSPORTS)('host options [%s]', (isolation) => {
     [{ persona: 42 }, 'persona', 'persona must be a string, not 42'],
     [{ store: {} }, 'store', 'its create() is missing'],
     [{ maxThreads: 2 }, 'maxThreads', 'maxThreads must be a known host option'],
+    [{ pool: { maxQueue: -1 } }, 'pool.maxQueue', 'pool.maxQueue must be a whole number >= 0, not -1'],
+    [{ pool: { env: { A: 1 } } }, 'pool.env.A', 'pool.env.A must be a string, not 1'],
+    [{ pool: { env: ['A=B'] } }, 'pool.env', 'pool.env must be an object of exact values'],
+    [{ isolation: 'thread' }, 'isolation', `isolation must be 'worker', 'inline' or 'process', not "thread"`],
     [{ agentModule: './agents.mjs' }, 'agentModule', "agentModule must be a URL (new URL('./agents.mjs', import.meta.url)) or an absolute path: a relative path is ambiguous"],
   ])('%j is refused, naming %s', (options, option, message) => {
     const error = refused(options)
@@ -58,5 +62,22 @@ describe.each(TRANSPORTS)('host options [%s]', (isolation) => {
     const turn = await fx.parent.run('hi')
     expect(turn).toMatchObject({ output: [], stopReason: 'error', diagnostic: expect.stringMatching(failure) })
     expect(fx.model.requests).toHaveLength(0)
+  })
+
+  it('sandbox is refused unless children run in child processes', () => {
+    if (isolation === 'process') {
+      createHost({ isolation, sandbox: { fsRead: ['/tmp'] } })
+      return
+    }
+    const error = refused({ sandbox: { fsRead: ['/tmp'] } })
+    expect(error).toMatchObject({ name: 'InvalidOptionError', option: 'sandbox' })
+  })
+})
+
+describe('host options: the process transport', () => {
+  it('a child process caps only its heap: the thread-only limits are refused, naming the two it takes', () => {
+    expect(() => createHost({ isolation: 'process', pool: { resourceLimits: { stackSizeMb: 4 } } })).toThrow(
+      "pool.resourceLimits.stackSizeMb must be left out with isolation: 'process' (a child process caps only its heap: maxOldGenerationSizeMb, maxYoungGenerationSizeMb), not 4",
+    )
   })
 })

@@ -1,7 +1,7 @@
 /**
  * The package as a user gets it: `npm pack`, unpacked into a fresh project's node_modules, then
  * a strict TypeScript program (test/package/consumer) compiled against its declarations and run
- * on both transports. This is where a missing file in `files`, an export map entry that points
+ * on every transport (a sandboxed child process loads the package from where it is installed). This is where a missing file in `files`, an export map entry that points
  * nowhere or a public type that does not infer shows up.
  */
 import { execFile } from 'node:child_process'
@@ -58,10 +58,10 @@ describe('the packed tarball', () => {
     }
   }, 60_000)
 
-  it('the compiled program runs the README delegation in one call on both transports', async () => {
+  it('the compiled program runs the README delegation in one call on every transport', async () => {
     const { stdout } = await run(process.execPath, [join(project, 'out', 'main.js')], { cwd: project, timeout: 30_000 })
     const report = JSON.parse(stdout) as Record<string, unknown>
-    for (const isolation of ['inline', 'worker']) {
+    for (const isolation of ['inline', 'worker', 'process']) {
       expect(report[isolation]).toEqual({
         answer: 'The answer is 42.',
         stopReason: 'completed',

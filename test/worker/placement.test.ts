@@ -107,6 +107,23 @@ describe.each(POOLED)('%s transport: scale and shutdown', (isolation) => {
     await Promise.all([a.dispose(), b.dispose()])
   })
 
+  it('pool.maxQueue bounds the starts waiting for a slot: one more is refused at once, and an aborted wait frees its place', async () => {
+    const h = host({ pool: { minThreads: 1, maxThreads: 1, maxQueue: 1 } })
+    h.models.register('scripted', new ScriptedModel(['hang', textResponse('queued one')]))
+    const parent = h.createAgent({ options: { provider: 'scripted' } })
+    const running = await h.spawn.start({ prompt: 'hold the slot', parent })
+    const leaving = new AbortController()
+    const waiting = h.spawn.start({ prompt: 'wait', parent, signal: leaving.signal })
+    await expect(h.spawn.start({ prompt: 'one too many', parent })).rejects.toThrow(
+      'every slot is taken (1 runners × 1 children) and pool.maxQueue (1) starts already wait for one: retry later, or raise pool.maxThreads, pool.childrenPerWorker or pool.maxQueue',
+    )
+    leaving.abort(new Error('gave up waiting'))
+    await expect(waiting).rejects.toThrow('subagent request was aborted before child publication')
+    const queued = h.spawn.run({ prompt: 'queued', parent }) // the freed place in the queue
+    await running.dispose()
+    expect((await queued).output).toEqual([{ type: 'text', text: 'queued one' }])
+  })
+
   it('after close() no runner, port or timer keeps the process alive', async () => {
     const script = fileURLToPath(new URL('../fixtures/close-exits.mjs', import.meta.url))
     const { stdout } = await promisify(execFile)(process.execPath, [script, isolation], { timeout: 15_000 })

@@ -106,6 +106,19 @@ describe('process transport: what sandbox grants works', () => {
   })
 })
 
+describe('process transport: the agent module', () => {
+  it('is readable, but what it imports from elsewhere must be granted: the start says what and how', async () => {
+    await writeFile(join(dir, 'helper.mjs'), 'export const answer = 42\n')
+    await writeFile(join(dir, 'agents.mjs'), "import { answer } from './helper.mjs'\nexport default { tools: [] }\nvoid answer\n")
+    const denied = workerHost(join(dir, 'agents.mjs'), [textResponse('never')], { isolation: 'process' })
+    await expect(denied.run()).rejects.toThrow(
+      /agent module file:.*agents\.mjs failed to load: .*the sandbox does not grant FileSystemRead on .*helper\.mjs \(grant it with the host's sandbox\.fsRead\)/,
+    )
+    const granted = workerHost(join(dir, 'agents.mjs'), [textResponse('loaded')], { isolation: 'process', sandbox: { fsRead: [join(dir, 'helper.mjs')] } })
+    expect((await granted.run()).result.output).toEqual([{ type: 'text', text: 'loaded' }])
+  })
+})
+
 describe('process transport: a host that dies', () => {
   it('leaves no child process behind: the runners exit when their channel to it closes', async () => {
     const script = fileURLToPath(new URL('../fixtures/host-dies.mjs', import.meta.url))

@@ -1,5 +1,6 @@
 // A user's program against the packed tarball: the README's delegation in its one-call form, on
-// both transports, with every public type it names. Prints what it got as one JSON line.
+// every transport, with every public type it names. Prints what it got as one JSON line.
+import { realpathSync } from 'node:fs'
 import {
   createHost,
   ScriptedModel,
@@ -16,8 +17,13 @@ import { z } from 'zod'
 const agentModule = new URL('./agents.js', import.meta.url)
 const report: Record<string, unknown> = {}
 
-for (const isolation of ['inline', 'worker'] as const) {
-  const host = createHost({ isolation, agentModule })
+// The agent module imports zod: a sandboxed child process must be let read it (this file runs
+// from out/; in this test node_modules/zod is a link, so where it really is too).
+const zod = new URL('../node_modules/zod', import.meta.url)
+const sandbox = { fsRead: [zod, realpathSync(zod)] }
+
+for (const isolation of ['inline', 'worker', 'process'] as const) {
+  const host = createHost({ isolation, agentModule, ...(isolation === 'process' ? { sandbox } : {}) })
   const ends: SubagentEndEvent[] = []
   host.on('subagent/end', (event) => ends.push(event))
   host.models.register(
