@@ -35,7 +35,11 @@ async function importAgentModule(href: string): Promise<AgentModule> {
   if (exported === undefined) {
     throw new TypeError(`agent module ${href} must export its module as default: export default defineAgentModule({ ... })`)
   }
-  return defineAgentModule(exported as AgentModule)
+  try {
+    return defineAgentModule(exported as AgentModule)
+  } catch (error) {
+    throw new TypeError(`agent module ${href} is not a valid agent module: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+  }
 }
 
 /** Why an import failed; a sandboxed child process says what it may not read, and how to grant it. */

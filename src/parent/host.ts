@@ -23,7 +23,7 @@ import { processFlags } from './sandbox.js'
 import { settingsOf, type HostOptions, type HostSettings } from './settings.js'
 import { createProvider, hostClosed } from './provider.js'
 import type { DelegationRun, Mirror } from './run.js'
-import { SessionWriter } from './store.js'
+import { checkSessionId, SessionWriter } from './store.js'
 import type { Transport } from './transport.js'
 import type { HostProvider, Placement } from './types.js'
 import { openWorkerThread } from './worker-thread.js'
@@ -153,7 +153,7 @@ export function createHost(options: HostOptions = {}): Host {
       await jobs.endJobsOf(id) // nobody could collect its background jobs once it is gone
       if (agents.get(id) === agent) agents.delete(id)
       if (topLevel.get(id)?.agent === agent) topLevel.delete(id)
-      await writer.flushed()
+      await writer.close()
     }
     const agent: AgentRuntime = new AgentRuntime({ id, options: agentOptions, header, ...(events ? { seed: events } : {}), release }, { ...env, delegated })
     if (settings.persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: settings.persona })
@@ -202,8 +202,7 @@ export function createHost(options: HostOptions = {}): Host {
     jobs,
     createAgent(init = {}) {
       if (closing) throw new Error('the host is closed: create a new host to create agents')
-      const id = init.id ?? randomUUID()
-      if (typeof id !== 'string' || id === '') throw new TypeError('agent id must be a non-empty string')
+      const id = init.id === undefined ? randomUUID() : checkSessionId(init.id)
       if (agents.has(id)) throw new Error(`an agent with id "${id}" already exists on this host`)
       const agentOptions = { ...checkAgentOptions(init.options ?? {}, 'agent options') }
       const { provider, model } = agentOptions
@@ -219,11 +218,14 @@ export function createHost(options: HostOptions = {}): Host {
     },
     async resumeAgent(id, resumeOptions = {}) {
       if (closing) throw new Error('the host is closed: create a new host to resume agents')
+      checkSessionId(id)
       if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
       const stored = await store.read(id)
       if (!stored) throw new Error(`no session "${id}" in the store`)
       if (closing) throw new Error('the host is closed: create a new host to resume agents')
       if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
+      // Claims the transcript before anything runs: a second live writer is refused here, not at the first write.
+      await store.append(id, [])
       // The header keeps the agent's model: options given here override it.
       const { provider, model } = stored.header
       const options = { ...(provider === undefined ? {} : { provider }), ...(model === undefined ? {} : { model }), ...checkAgentOptions(resumeOptions, 'resume options') }
@@ -237,7 +239,7 @@ export function createHost(options: HostOptions = {}): Host {
         for (const { agent } of topLevel.values()) agent.cancel({ kind: 'host-closed' })
         await Promise.allSettled([...topLevel.values()].map(({ agent }) => agent.whenIdle()))
         await transport.close()
-        const flushed = await Promise.allSettled([...topLevel.values()].map(({ writer }) => writer.flushed()))
+        const flushed = await Promise.allSettled([...topLevel.values()].map(({ writer }) => writer.close()))
         const failures = flushed.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
         if (failures.length > 0) throw new AggregateError(failures, 'the host closed, but some transcripts could not be stored')
       })())

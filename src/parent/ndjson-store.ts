@@ -1,59 +1,100 @@
 /**
  * A durable session store: `<dir>/<id>.jsonl`, the header on the first line, then one event a
- * line. Appends are whole lines, so a crash can only tear the last line, which `read` ignores.
+ * line. A crash can only tear the last line, which `read` ignores and the next append cuts off.
+ *
+ * One writer a session: the first write of a session by a store takes `<id>.jsonl.lock` (its
+ * process id and the store's token) and keeps it until `release(id)` or `delete(id)`. Another
+ * store, host or process that tries to write the same session is refused while that writer
+ * lives; a lock whose process is gone is taken over, so a crash cannot leave it stuck. Within a
+ * store, a session's writes run one after another, so lines never interleave.
  */
-import { appendFile, mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { randomUUID } from 'node:crypto'
+import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
-import { matches, readHeader, type SessionList, type SessionStore } from './store.js'
+import { isSessionEvent } from '../protocol/validators.js'
+import { checkSessionId, matches, readHeader, type SessionList, type SessionStore } from './store.js'
 
-const SAFE_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/
+const TAIL_CHUNK = 64 * 1024
 
 export function createNdjsonStore(dir: string): SessionStore {
   if (typeof dir !== 'string' || dir === '') throw new TypeError('createNdjsonStore needs a directory path')
   const ready = mkdir(dir, { recursive: true })
-  const file = (id: string) => {
-    if (!SAFE_ID.test(id)) throw new Error(`session id ${JSON.stringify(id)} cannot name a file: use letters, digits, ".", "_" or "-"`)
-    return join(dir, `${id}.jsonl`)
-  }
+  const token = randomUUID()
+  const file = (id: string) => join(dir, `${checkSessionId(id)}.jsonl`)
   const lines = (items: readonly unknown[]) => items.map((item) => `${JSON.stringify(item)}\n`).join('')
-  /** Files whose tail is known whole: created here, or repaired before this process first appended. */
-  const whole = new Set<string>()
+  /** Sessions this store holds the lock of. */
+  const owned = new Set<string>()
+  /** Each session's writes, in order. */
+  const queues = new Map<string, Promise<unknown>>()
+
+  const serial = <T>(id: string, write: () => Promise<T>): Promise<T> => {
+    const next = (queues.get(id) ?? Promise.resolve()).then(write, write)
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    )
+    queues.set(id, settled)
+    void settled.then(() => queues.get(id) === settled && queues.delete(id))
+    return next
+  }
+
+  const acquire = async (id: string): Promise<void> => {
+    if (owned.has(id)) return
+    await takeLock(`${file(id)}.lock`, { pid: process.pid, store: token }, id)
+    owned.add(id)
+  }
+
+  const release = async (id: string): Promise<void> => {
+    if (!owned.delete(id)) return
+    await rm(`${file(id)}.lock`, { force: true })
+  }
 
   return {
     async create(header) {
-      await ready
-      await writeFile(file(header.id), lines([header]), { flag: 'wx' }).catch((error: NodeJS.ErrnoException) => {
-        throw error.code === 'EEXIST' ? new Error(`session "${header.id}" already exists in ${dir}`) : error
+      const path = file(header.id)
+      return serial(header.id, async () => {
+        await ready
+        await acquire(header.id)
+        await writeFile(path, lines([header]), { flag: 'wx' }).catch(async (error: NodeJS.ErrnoException) => {
+          await release(header.id)
+          throw error.code === 'EEXIST' ? new Error(`session "${header.id}" already exists in ${dir}`) : error
+        })
       })
-      whole.add(header.id)
     },
     async append(id, events) {
-      if (events.length === 0) return
-      if (!whole.has(id)) {
-        // A resumed transcript may end in a line torn by a crash: cut it off, or appending
-        // would turn it into a corrupt line in the middle.
-        await cutTornTail(file(id))
-        whole.add(id)
-      }
-      await appendFile(file(id), lines(events))
+      const path = file(id)
+      return serial(id, async () => {
+        // Appending nothing still claims the session: how a resumed agent makes sure it is the only writer.
+        await acquire(id)
+        if (events.length > 0) await appendWhole(path, lines(events))
+      })
     },
     async read(id) {
+      const path = file(id)
       let text: string
       try {
-        text = await readFile(file(id), 'utf8')
+        text = await readFile(path, 'utf8')
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
         throw error
       }
-      return parse(text, file(id))
+      const session = parse(text, path)
+      if (session) named(session.header, id, path)
+      return session
     },
     async list(filter) {
       await ready
       const names = (await readdir(dir)).filter((name) => name.endsWith('.jsonl')).sort()
       const list: SessionList = { sessions: [], unreadable: [] }
       // One corrupt transcript must not hide the healthy ones: it is listed apart, with why.
-      const read = await Promise.allSettled(names.map((name) => firstLine(join(dir, name)).then((line) => headerOf(line, join(dir, name)))))
+      const read = await Promise.allSettled(
+        names.map(async (name) => {
+          const path = join(dir, name)
+          const header = headerOf(await firstLine(path), path)
+          return header && named(header, name.slice(0, -'.jsonl'.length), path)
+        }),
+      )
       read.forEach((outcome, i) => {
         const id = names[i]!.slice(0, -'.jsonl'.length)
         if (outcome.status === 'rejected') list.unreadable.push({ id, error: (outcome.reason as Error).message })
@@ -62,21 +103,108 @@ export function createNdjsonStore(dir: string): SessionStore {
       return list
     },
     async delete(id) {
-      await rm(file(id), { force: true })
-      whole.delete(id)
+      const path = file(id)
+      return serial(id, async () => {
+        await ready
+        await acquire(id) // never from under a live writer
+        await rm(path, { force: true })
+        await release(id)
+      })
+    },
+    async release(id) {
+      file(id)
+      return serial(id, () => release(id))
     },
   }
 }
 
-async function cutTornTail(path: string): Promise<void> {
+interface Holder {
+  pid: number
+  store: string
+}
+
+/** Takes a session's lock, or says who holds it; a lock left by a process that is gone is taken over. */
+async function takeLock(lock: string, mine: Holder, id: string): Promise<void> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await writeFile(lock, JSON.stringify(mine), { flag: 'wx' })
+      return
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    const holder = await readHolder(lock)
+    if (holder && holds(holder)) {
+      const who = holder.pid === process.pid ? 'another store in this process' : `process ${holder.pid}`
+      throw new Error(
+        `session "${id}" is being written by ${who}: a transcript has one writer at a time. Close or dispose the other writer first (if none runs, delete ${lock})`,
+      )
+    }
+    await rm(lock, { force: true }) // its writer is gone
+  }
+  throw new Error(`session "${id}": could not take ${lock}, another writer keeps taking it`)
+}
+
+async function readHolder(lock: string): Promise<Holder | undefined> {
+  try {
+    const holder = JSON.parse(await readFile(lock, 'utf8')) as Partial<Holder>
+    return typeof holder.pid === 'number' && typeof holder.store === 'string' ? (holder as Holder) : undefined
+  } catch {
+    return undefined // vanished, or torn by a crash while written: no live writer
+  }
+}
+
+/** Whether the lock's writer still lives: a store of this process, or a process that exists. */
+function holds(holder: Holder): boolean {
+  if (holder.pid === process.pid) return true
+  try {
+    process.kill(holder.pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM' // it exists, and is not ours to signal
+  }
+}
+
+/** Appends whole lines after the last whole line: a tail torn by a crash or a failed write is cut off first. */
+async function appendWhole(path: string, text: string): Promise<void> {
   const handle = await open(path, 'r+')
   try {
-    const bytes = await handle.readFile()
-    const whole = bytes.lastIndexOf(0x0a) + 1
-    if (whole < bytes.length) await handle.truncate(whole)
+    let end = await wholeEnd(handle)
+    const bytes = Buffer.from(text, 'utf8')
+    for (let written = 0; written < bytes.length; ) {
+      const { bytesWritten } = await handle.write(bytes, written, bytes.length - written, end)
+      written += bytesWritten
+      end += bytesWritten
+    }
   } finally {
     await handle.close()
   }
+}
+
+/** The size of the file's whole lines; anything after the last newline is truncated away. */
+async function wholeEnd(handle: FileHandle): Promise<number> {
+  const { size } = await handle.stat()
+  let end = size
+  const buffer = Buffer.alloc(TAIL_CHUNK)
+  while (end > 0) {
+    const start = Math.max(0, end - TAIL_CHUNK)
+    const { bytesRead } = await handle.read(buffer, 0, end - start, start)
+    const newline = buffer.subarray(0, bytesRead).lastIndexOf(0x0a)
+    if (newline >= 0) {
+      end = start + newline + 1
+      break
+    }
+    end = start
+  }
+  if (end < size) await handle.truncate(end)
+  return end
+}
+
+/** A transcript is read under the id in its file name: a copied or renamed file must not pass for another session. */
+function named(header: SessionHeader, id: string, path: string): SessionHeader {
+  if (header.id !== id) {
+    throw new Error(`${path} holds session "${header.id}", not "${id}": the file was copied or renamed; give it its own name back (${header.id}.jsonl)`)
+  }
+  return header
 }
 
 /** Undefined when not even the header line was completely written. */
@@ -87,7 +215,12 @@ function parse(text: string, path: string): { header: SessionHeader; events: Ses
   const [first, ...rest] = rows
   const header = headerOf(first, path)
   if (!header) return undefined
-  return { header, events: rest.map((line, i) => parseLine(line, path, i + 2) as SessionEvent) }
+  const events = rest.map((line, i) => {
+    const event = parseLine(line, path, i + 2)
+    if (!isSessionEvent(event)) throw new Error(`${path}:${i + 2} is not a session event: the transcript is corrupt`)
+    return event
+  })
+  return { header, events }
 }
 
 /** The header from a transcript's first line (undefined for a torn one); throws when it is not a header. */
@@ -107,7 +240,7 @@ async function firstLine(path: string): Promise<string | undefined> {
     // Bytes, decoded once the newline is found: a character may straddle two reads.
     const read: Buffer[] = []
     for (;;) {
-      const buffer = Buffer.alloc(64 * 1024)
+      const buffer = Buffer.alloc(TAIL_CHUNK)
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, null)
       if (bytesRead === 0) return undefined
       const chunk = buffer.subarray(0, bytesRead)

@@ -144,7 +144,7 @@ export class DelegationRun implements SubagentRun {
     } finally {
       this.#hooks.retire(this)
     }
-    await this.#init.writer.flushed()
+    await this.#init.writer.close()
   }
 }
 

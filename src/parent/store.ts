@@ -12,6 +12,23 @@ export interface SessionStore {
   list(filter?: SessionFilter): Promise<SessionList>
   /** Forgets a session; deleting one that is not there is not an error. */
   delete(id: string): Promise<void>
+  /**
+   * Optional: this store is done writing the session (its agent was disposed, or its host
+   * closed), so another store or process may write it now. The host calls it after the last
+   * write of each session.
+   */
+  release?(id: string): Promise<void>
+}
+
+/** What an id may be: it names the session everywhere, a file too. */
+const SESSION_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/
+
+/** Returns `id` when a session may have it; throws a TypeError saying what an id may be. */
+export function checkSessionId(id: unknown): string {
+  if (typeof id !== 'string' || !SESSION_ID.test(id)) {
+    throw new TypeError(`session id ${JSON.stringify(id)} is not allowed: use 1 to 200 letters, digits, ".", "_" or "-" (it names a file in an ndjson store)`)
+  }
+  return id
 }
 
 export interface SessionFilter {
@@ -84,6 +101,15 @@ export class SessionWriter {
   append(event: SessionEvent): void {
     this.#pending.push(event)
     this.#schedule()
+  }
+
+  /** Writes what is left, then lets the store release the session; rejects as `flushed` does. */
+  async close(): Promise<void> {
+    try {
+      await this.flushed()
+    } finally {
+      await this.#store.release?.(this.#id)
+    }
   }
 
   /** Resolves once everything appended so far is written; rejects if any write failed. */

@@ -1,5 +1,5 @@
 /** Durable transcripts: every session reaches the store, outlives the registry, and resumes with its depth budget. */
-import { mkdtemp, rm } from 'node:fs/promises'
+import { copyFile, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -123,5 +123,36 @@ describe.each(TRANSPORTS)('durable transcripts [%s]', (transport) => {
     await parent.dispose()
     const resumed = await host.resumeAgent(parent.id)
     expect((await resumed.run('again')).stopReason).toBe('completed')
+  })
+
+  it('two hosts resuming one transcript: the second is refused at resumeAgent, until the first lets go', async () => {
+    const { host, parent } = setup(transport, [textResponse('one')], { store: createNdjsonStore(dir) })
+    const run = await host.spawn.start({ prompt: 'hello', parent })
+    await run.result
+    await run.dispose()
+    const a = setup(transport, [], { store: createNdjsonStore(dir) }).host
+    const b = setup(transport, [], { store: createNdjsonStore(dir) }).host
+    const first = await a.resumeAgent(run.id)
+    await expect(b.resumeAgent(run.id)).rejects.toThrow(new RegExp(`session "${run.id}" is being written by another store in this process: a transcript has one writer at a time`))
+    await first.dispose()
+    const second = await b.resumeAgent(run.id)
+    expect(second.id).toBe(run.id)
+  })
+
+  it('a transcript copied under another name does not resume as the agent it holds', async () => {
+    const store = createNdjsonStore(dir)
+    const { host, parent } = setup(transport, [textResponse('one')], { store })
+    const run = await host.spawn.start({ prompt: 'hello', parent })
+    await run.result
+    await run.dispose()
+    await copyFile(join(dir, `${run.id}.jsonl`), join(dir, 'copy.jsonl'))
+    await expect(host.resumeAgent('copy')).rejects.toThrow(new RegExp(`copy\\.jsonl holds session "${run.id}", not "copy"`))
+    expect(host.agents.get(run.id)).toBeUndefined()
+  })
+
+  it('an id no store could hold is refused when the agent is created, before any turn', async () => {
+    const { host } = setup(transport, [textResponse('never')], { store: createNdjsonStore(dir) })
+    expect(() => host.createAgent({ id: '../../tmp/evil' })).toThrow('session id "../../tmp/evil" is not allowed: use 1 to 200 letters, digits, ".", "_" or "-"')
+    await expect(host.resumeAgent('../evil')).rejects.toThrow(/is not allowed/)
   })
 })

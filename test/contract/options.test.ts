@@ -9,6 +9,7 @@ import { createHost, InvalidOptionError, textResponse, type HostOptions } from '
 import { CONTRACT_MODULE, closeHosts, setup, TRANSPORTS } from '../support/harness.js'
 
 const BROKEN_MODULE = fileURLToPath(new URL('../fixtures/broken-module.mjs', import.meta.url))
+const NOT_A_MODULE = fileURLToPath(new URL('../fixtures/not-a-module.mjs', import.meta.url))
 
 afterEach(closeHosts)
 
@@ -62,6 +63,13 @@ describe.each(TRANSPORTS)('host options [%s]', (isolation) => {
     const turn = await fx.parent.run('hi')
     expect(turn).toMatchObject({ output: [], stopReason: 'error', diagnostic: expect.stringMatching(failure) })
     expect(fx.model.requests).toHaveLength(0)
+  })
+
+  it('an agent module that exports something else is named, with what is wrong', async () => {
+    const fx = setup(isolation, [textResponse('never')], { agentModule: NOT_A_MODULE })
+    await expect(fx.host.spawn.run({ prompt: 'hi', parent: fx.parent })).rejects.toThrow(
+      /agent module file:.*not-a-module\.mjs is not a valid agent module: defineAgentModule needs an object/,
+    )
   })
 
   it('sandbox is refused unless children run in child processes', () => {

@@ -1,5 +1,6 @@
 /** The durable store: one JSON line a record, torn last lines ignored, corruption reported. */
-import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { spawnSync } from 'node:child_process'
+import { appendFile, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -48,7 +49,7 @@ describe('createNdjsonStore', () => {
 
   it('refuses ids that cannot safely name a file, and duplicate sessions', async () => {
     const store = createNdjsonStore(dir)
-    await expect(store.create({ ...header, id: '../escape' })).rejects.toThrow(/cannot name a file/)
+    await expect(store.create({ ...header, id: '../escape' })).rejects.toThrow(/session id "..\/escape" is not allowed: use 1 to 200 letters, digits/)
     await store.create(header)
     await expect(store.create(header)).rejects.toThrow(/already exists/)
   })
@@ -58,6 +59,7 @@ describe('createNdjsonStore', () => {
     await first.create(header)
     await first.append('s1', [event(0)])
     await appendFile(join(dir, 's1.jsonl'), '{"seq":1,"type":"tur')
+    await first.release!('s1')
     const resumed = createNdjsonStore(dir)
     await resumed.append('s1', [event(1)])
     expect(await resumed.read('s1')).toEqual({ header, events: [event(0), event(1)] })
@@ -95,6 +97,64 @@ describe('createNdjsonStore', () => {
     await store.delete('s1')
     expect(await store.read('s1')).toBeUndefined()
     await expect(store.delete('s1')).resolves.toBeUndefined()
-    await expect(store.delete('../escape')).rejects.toThrow(/cannot name a file/)
+    await expect(store.delete('../escape')).rejects.toThrow(/session id "..\/escape" is not allowed: use 1 to 200 letters, digits/)
+  })
+
+  it('two large appends at once on one store never interleave inside a line', async () => {
+    const store = createNdjsonStore(dir)
+    await store.create(header)
+    // Each line is larger than the pieces a file write is split into.
+    const big = (seq: number, fill: string) => ({ seq, type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: fill.repeat(3 * 1024 * 1024) } } })
+    await Promise.all([store.append('s1', [big(0, 'a')]), store.append('s1', [big(1, 'b')]), store.append('s1', [event(2)])])
+    const read = await store.read('s1')
+    expect(read!.events.map((e) => e.seq)).toEqual([0, 1, 2])
+    expect(read!.events[1]).toEqual(big(1, 'b'))
+  })
+
+  it('a second live writer of a session is refused, naming it; after release it may write', async () => {
+    const first = createNdjsonStore(dir)
+    const second = createNdjsonStore(dir)
+    await first.create(header)
+    await expect(second.append('s1', [event(0)])).rejects.toThrow(/session "s1" is being written by another store in this process: a transcript has one writer at a time/)
+    await expect(second.delete('s1')).rejects.toThrow(/is being written by another store/)
+    await first.append('s1', [event(0)])
+    await first.release!('s1')
+    await second.append('s1', [event(1)])
+    expect((await second.read('s1'))!.events).toEqual([event(0), event(1)])
+  })
+
+  it('a lock left by a writer that crashed is taken over: it cannot stay stuck', async () => {
+    const store = createNdjsonStore(dir)
+    await writeFile(join(dir, 's1.jsonl'), `${JSON.stringify(header)}\n`)
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid // a process that has exited
+    await writeFile(join(dir, 's1.jsonl.lock'), JSON.stringify({ pid: gone, store: 'crashed' }))
+    await store.append('s1', [event(0)])
+    expect((await store.read('s1'))!.events).toEqual([event(0)])
+    expect(JSON.parse(await readFile(join(dir, 's1.jsonl.lock'), 'utf8'))).toMatchObject({ pid: process.pid })
+  })
+
+  it('a torn tail in a file this store created (a partial write) is cut before the next append', async () => {
+    const store = createNdjsonStore(dir)
+    await store.create(header)
+    await store.append('s1', [event(0)])
+    await appendFile(join(dir, 's1.jsonl'), '{"seq":1,"type":"tur')
+    await store.append('s1', [event(1)])
+    expect((await store.read('s1'))!.events).toEqual([event(0), event(1)])
+  })
+
+  it('a transcript is read only under the id its header names: a copied file is refused and listed as unreadable', async () => {
+    const store = createNdjsonStore(dir)
+    await store.create(header)
+    await copyFile(join(dir, 's1.jsonl'), join(dir, 'copy.jsonl'))
+    await expect(store.read('copy')).rejects.toThrow(/copy\.jsonl holds session "s1", not "copy": the file was copied or renamed/)
+    const { sessions, unreadable } = await store.list()
+    expect(sessions.map((h) => h.id)).toEqual(['s1'])
+    expect(unreadable).toEqual([{ id: 'copy', error: expect.stringMatching(/holds session "s1", not "copy"/) }])
+  })
+
+  it('a line that is JSON but not an event is reported, not passed on', async () => {
+    const store = createNdjsonStore(dir)
+    await writeFile(join(dir, 's1.jsonl'), `${JSON.stringify(header)}\nnull\n`)
+    await expect(store.read('s1')).rejects.toThrow(/s1\.jsonl:2 is not a session event: the transcript is corrupt/)
   })
 })
