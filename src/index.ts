@@ -18,7 +18,7 @@ export { OpenAICompatibleModel, type OpenAICompatibleOptions } from './agent/ope
 export { ScriptedModel, textResponse, maxTokensResponse, refusalResponse, toolCallResponse, toolCallsResponse, type ScriptEntry } from './agent/scripted.js'
 export { defineTool, ToolError, type ArgsOf, type ToolDefinition, type ToolExecution, type ToolFilter, type ToolInput } from './agent/tools.js'
 export { defineAgentModule, type AgentHooks, type AgentModule, type ToolCallInfo, type ToolResult } from './agent/module.js'
-export { UnsupportedSchemaError } from './agent/schema.js'
+export { SCHEMA_LIMITS, UnsupportedSchemaError } from './agent/schema.js'
 export { toJsonSchema, type JsonSchema, type SchemaLike, type ToJsonSchemaOptions } from './agent/to-json-schema.js'
 export {
   STRUCTURED_OUTPUT_TOOL,

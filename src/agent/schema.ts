@@ -17,15 +17,31 @@ const COUNT_KEYWORDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minPr
 const OTHER_KEYWORDS = new Set(['type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'pattern', 'uniqueItems', 'anyOf', ...NUMBER_KEYWORDS, ...COUNT_KEYWORDS])
 
 /**
- * Throws an UnsupportedSchemaError unless `schema` is plain JSON, rooted at `type: 'object'`,
- * uses only the supported keywords and compiles. `what` names the schema in the message.
+ * Bounds on a schema, so that checking and compiling one (synchronously, inside `start()` or
+ * `defineTool`) cannot block the host for long nor overflow its stack; the largest schema within
+ * them is checked in tens of milliseconds. A schema beyond them is refused, naming the limit.
+ */
+export const SCHEMA_LIMITS = {
+  /** Levels of nested objects and arrays in the schema document. */
+  depth: 64,
+  /** JSON values in the whole document (every object, array, string, number; enum entries too). */
+  values: 10_000,
+  /** Subschemas (each property, item, anyOf branch): each compiles to code of its own. */
+  subschemas: 128,
+} as const
+
+/**
+ * Throws an UnsupportedSchemaError unless `schema` is plain JSON within SCHEMA_LIMITS, rooted at
+ * `type: 'object'`, uses only the supported keywords and compiles. `what` names the schema in the
+ * message.
  */
 export function checkSchemaSubset(schema: unknown, what: string): asserts schema is Record<string, unknown> {
-  assertJson(schema, what, '#', new Set())
+  assertJson(schema, what, '#', new Set(), { values: 0 }, 0)
   if (!isPlainObject(schema) || schema['type'] !== 'object') {
     throw new UnsupportedSchemaError(`${what} must be a JSON Schema object with "type": "object" at its root`)
   }
-  checkNode(schema, what, '#', true)
+  const subschemas = { count: 0 }
+  checkNode(schema, what, '#', subschemas, true)
   try {
     argumentValidator(schema)
   } catch (error) {
@@ -33,7 +49,8 @@ export function checkSchemaSubset(schema: unknown, what: string): asserts schema
   }
 }
 
-function checkNode(node: unknown, what: string, at: string, root = false): void {
+function checkNode(node: unknown, what: string, at: string, subschemas: { count: number }, root = false): void {
+  if (++subschemas.count > SCHEMA_LIMITS.subschemas) tooLarge(what, `more than ${SCHEMA_LIMITS.subschemas} subschemas (properties, items, anyOf branches)`)
   if (typeof node === 'boolean') return
   if (!isPlainObject(node)) throw new UnsupportedSchemaError(`${what} at ${at} must be a schema object`)
   const fail = (why: string): never => {
@@ -50,18 +67,18 @@ function checkNode(node: unknown, what: string, at: string, root = false): void 
       }
       case 'properties':
         if (!isPlainObject(value)) fail('has a "properties" that is not an object')
-        for (const [name, sub] of Object.entries(value as object)) checkNode(sub, what, `${at}/properties/${name}`)
+        for (const [name, sub] of Object.entries(value as object)) checkNode(sub, what, `${at}/properties/${name}`, subschemas)
         break
       case 'required':
         if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) fail('has a "required" that is not a list of names')
         break
       case 'additionalProperties':
       case 'items':
-        checkNode(value, what, `${at}/${key}`)
+        checkNode(value, what, `${at}/${key}`, subschemas)
         break
       case 'anyOf':
         if (!Array.isArray(value) || value.length === 0) fail('has an empty or malformed "anyOf"')
-        ;(value as unknown[]).forEach((sub, i) => checkNode(sub, what, `${at}/anyOf/${i}`))
+        ;(value as unknown[]).forEach((sub, i) => checkNode(sub, what, `${at}/anyOf/${i}`, subschemas))
         break
       case 'enum':
         if (!Array.isArray(value) || value.length === 0) fail('has an empty or malformed "enum"')
@@ -84,7 +101,8 @@ function checkNode(node: unknown, what: string, at: string, root = false): void 
   }
 }
 
-function assertJson(value: unknown, what: string, at: string, seen: Set<object>): void {
+function assertJson(value: unknown, what: string, at: string, seen: Set<object>, budget: { values: number }, depth: number): void {
+  if (++budget.values > SCHEMA_LIMITS.values) tooLarge(what, `more than ${SCHEMA_LIMITS.values} values`)
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -96,13 +114,18 @@ function assertJson(value: unknown, what: string, at: string, seen: Set<object>)
       if (value === null) return
       if (seen.has(value)) throw new UnsupportedSchemaError(`${what} is not JSON: ${at} is a circular reference`)
       if (!Array.isArray(value) && !isPlainObject(value)) throw new UnsupportedSchemaError(`${what} is not JSON: ${at} is a ${value.constructor?.name ?? 'non-plain object'}`)
+      if (depth >= SCHEMA_LIMITS.depth) tooLarge(what, `more than ${SCHEMA_LIMITS.depth} levels of nesting (at ${at.slice(0, 120)}…)`)
       seen.add(value)
-      for (const [key, sub] of Object.entries(value)) assertJson(sub, what, `${at}/${key}`, seen)
+      for (const [key, sub] of Object.entries(value)) assertJson(sub, what, `${at}/${key}`, seen, budget, depth + 1)
       seen.delete(value)
       return
     default:
       throw new UnsupportedSchemaError(`${what} is not JSON: ${at} is ${typeof value}`)
   }
+}
+
+function tooLarge(what: string, why: string): never {
+  throw new UnsupportedSchemaError(`${what} is too large: ${why}. Schemas are bounded so that checking one cannot stall the host; split it, or describe the rest in words`)
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -111,7 +134,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null
 }
 
-const ajv = new Ajv({ allErrors: false, strict: false })
+// validateSchema is off: checkNode above already checked the subset's structure, and Ajv's own
+// check against the meta-schema is quadratic in an enum's length (its uniqueItems): 250 ms for
+// 10,000 entries. Long enums and required lists compile to a loop instead of one test each.
+const ajv = new Ajv({ allErrors: false, strict: false, validateSchema: false, loopEnum: 32, loopRequired: 32 })
 const byObject = new WeakMap<object, ValidateFunction>()
 /** Schemas cloned across threads are new objects each time, so equal text shares one validator. */
 const byText = new Map<string, ValidateFunction>()
