@@ -51,7 +51,17 @@ export function readHeader(header: SessionHeader): SessionHeader {
   return header.type === 'session' ? header : { type: 'session', ...header }
 }
 
-export function createMemoryStore(): SessionStore {
+export interface MemoryStoreOptions {
+  /**
+   * Keep a session after its agent is released (disposed, or its host closed); default true.
+   * False keeps only live sessions: no history, and memory that does not grow with every run.
+   */
+  retain?: boolean
+}
+
+export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStore {
+  const retain = options.retain ?? true
+  if (typeof retain !== 'boolean') throw new TypeError('createMemoryStore retain must be true or false')
   const sessions = new Map<string, { header: SessionHeader; events: SessionEvent[] }>()
   return {
     async create(header) {
@@ -72,6 +82,9 @@ export function createMemoryStore(): SessionStore {
     },
     async delete(id) {
       sessions.delete(id)
+    },
+    async release(id) {
+      if (!retain) sessions.delete(id)
     },
   }
 }

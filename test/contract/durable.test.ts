@@ -3,7 +3,7 @@ import { copyFile, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createNdjsonStore, defineTool, SubagentDepthError, textResponse, toolCallResponse } from 'subagent-worker'
+import { createMemoryStore, createNdjsonStore, defineTool, SubagentDepthError, textResponse, toolCallResponse } from 'subagent-worker'
 import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
 
 let dir: string
@@ -154,5 +154,17 @@ describe.each(TRANSPORTS)('durable transcripts [%s]', (transport) => {
     const { host } = setup(transport, [textResponse('never')], { store: createNdjsonStore(dir) })
     expect(() => host.createAgent({ id: '../../tmp/evil' })).toThrow('session id "../../tmp/evil" is not allowed: use 1 to 200 letters, digits, ".", "_" or "-"')
     await expect(host.resumeAgent('../evil')).rejects.toThrow(/is not allowed/)
+  })
+
+  it('a memory store told not to retain keeps only live sessions: no history, no growth with every run', async () => {
+    const store = createMemoryStore({ retain: false })
+    const { host, parent } = setup(transport, Array.from({ length: 50 }, () => textResponse('forgotten')), { store })
+    for (let i = 0; i < 50; i++) expect((await host.spawn.run({ prompt: `run ${i}`, parent })).stopReason).toBe('completed')
+    const live = await host.spawn.start({ prompt: 'still running', parent })
+    expect((await store.list()).sessions.map((header) => header.id).sort()).toEqual([parent.id, live.id].sort())
+    await live.dispose()
+    await parent.dispose()
+    expect((await store.list()).sessions).toEqual([])
+    expect(() => createMemoryStore({ retain: 'no' as unknown as boolean })).toThrow('createMemoryStore retain must be true or false')
   })
 })
