@@ -63,6 +63,7 @@ function checkNode(node: unknown, what: string, at: string, subschemas: { count:
       case 'type': {
         const types = Array.isArray(value) ? value : [value]
         if (types.length === 0 || !types.every((t) => typeof t === 'string' && TYPES.has(t))) fail(`has an invalid "type"`)
+        if (new Set(types).size !== types.length) fail('has a "type" list that names a type twice')
         break
       }
       case 'properties':
@@ -71,6 +72,7 @@ function checkNode(node: unknown, what: string, at: string, subschemas: { count:
         break
       case 'required':
         if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) fail('has a "required" that is not a list of names')
+        if (new Set(value as string[]).size !== (value as string[]).length) fail('has a "required" that names a property twice')
         break
       case 'additionalProperties':
       case 'items':
@@ -82,6 +84,8 @@ function checkNode(node: unknown, what: string, at: string, subschemas: { count:
         break
       case 'enum':
         if (!Array.isArray(value) || value.length === 0) fail('has an empty or malformed "enum"')
+        // JSON text as the key: linear, where Ajv's meta-schema check compares every pair.
+        if (new Set((value as unknown[]).map((item) => JSON.stringify(item))).size !== (value as unknown[]).length) fail('has an "enum" that lists a value twice')
         break
       case 'pattern':
         if (typeof value !== 'string') fail('has a non-string "pattern"')
@@ -93,6 +97,9 @@ function checkNode(node: unknown, what: string, at: string, subschemas: { count:
         break
       case 'uniqueItems':
         if (typeof value !== 'boolean') fail('has a non-boolean "uniqueItems"')
+        break
+      case 'multipleOf':
+        if (typeof value !== 'number' || value <= 0) fail('has a "multipleOf" that is not a number above 0')
         break
       default:
         if ((NUMBER_KEYWORDS as readonly string[]).includes(key) && typeof value !== 'number') fail(`has a non-numeric "${key}"`)
@@ -134,8 +141,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null
 }
 
-// validateSchema is off: checkNode above already checked the subset's structure, and Ajv's own
-// check against the meta-schema is quadratic in an enum's length (its uniqueItems): 250 ms for
+// validateSchema is off: checkNode above checks the subset against the meta-schema's rules
+// itself, since Ajv's check is quadratic in an enum's length (its uniqueItems): 250 ms for
 // 10,000 entries. Long enums and required lists compile to a loop instead of one test each.
 const ajv = new Ajv({ allErrors: false, strict: false, validateSchema: false, loopEnum: 32, loopRequired: 32 })
 const byObject = new WeakMap<object, ValidateFunction>()

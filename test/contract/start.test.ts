@@ -275,6 +275,7 @@ describe.each(TRANSPORTS)('§1 start: outputSchema validation [%s]', (transport)
     ['duplicate "required" names', { type: 'object', properties: { a: { type: 'string' } }, required: ['a', 'a'] }],
     ['"multipleOf": 0', { type: 'object', properties: { a: { type: 'number', multipleOf: 0 } } }],
     ['a duplicated type list', { type: 'object', properties: { a: { type: ['string', 'string'] } } }],
+    ['an enum listing a value twice', { type: 'object', properties: { a: { enum: ['x', 'x'] } } }],
   ])('§1.4 an outputSchema that is not a valid JSON Schema (%s) rejects before any child exists', async (_label, outputSchema) => {
     const fx = withStore(transport, [textResponse('never')])
     const lifecycle = recordLifecycle(fx.host)
