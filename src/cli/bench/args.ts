@@ -15,13 +15,15 @@ export interface BenchArgs {
 
 export const BENCH_USAGE = `usage: subagent-worker bench [--quick] [--only S1,S5] [--json FILE] [--svg FILE]
 
-Runs each scenario inline and on worker threads in the same process and prints a table:
-scenario, inline, worker, ratio, goal, met?. A progress bar is drawn on stderr when it is a terminal.
+Runs each scenario inline, on worker threads and in child processes in the same process run and
+prints two tables: the figures (scenario, inline, worker, process, floors, worker/inline,
+process/worker) and the goals (scenario, transport, goal, figure, met?). A progress bar is drawn
+on stderr when it is a terminal.
 
-  --quick        smaller counts: the whole run finishes in under a minute
+  --quick        smaller counts, noisier figures: the whole run takes a few minutes
   --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too
   --json FILE    write every figure, the raw samples and the machine to FILE
-  --svg FILE     write a self-contained SVG chart of the inline-vs-worker figures to FILE
+  --svg FILE     write a self-contained SVG chart of the figures of every transport to FILE
   --help         this text
 `
 

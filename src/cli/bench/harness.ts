@@ -15,7 +15,7 @@ const MODEL = 'bench'
 /** The module model's name (see module.ts): zero RPC, the step runs where the child runs. */
 export const MODULE_MODEL = 'bench-echo'
 
-export const HOST_MODEL = 'ScriptedModel on the host (one RPC round trip per step on worker)'
+export const HOST_MODEL = 'ScriptedModel on the host (one RPC round trip per step on worker and process)'
 
 /** The library's default thread count for this machine, started up front so the pool is warm. */
 export function defaultThreads(): number {
@@ -23,10 +23,12 @@ export function defaultThreads(): number {
 }
 
 /**
- * Which figure a host produces: the two transports with the host-placed ScriptedModel, and the
+ * Which figure a host produces: each transport with the host-placed ScriptedModel, and the
  * worker transport with a module model, which shows how much of the worker's cost is the RPC.
  */
-export type Variant = 'inline' | 'worker' | 'workerModuleModel'
+export type Variant = Mode | 'workerModuleModel'
+
+export const modeOf = (variant: Variant): Mode => (variant === 'workerModuleModel' ? 'worker' : variant)
 
 export interface BenchHost {
   host: Host
@@ -41,11 +43,14 @@ export interface HostSetup {
 }
 
 export function benchHost(variant: Variant, setup: HostSetup = {}): BenchHost {
-  const mode: Mode = variant === 'inline' ? 'inline' : 'worker'
+  const mode = modeOf(variant)
   const host = createHost({
     isolation: mode,
+    // A child process may read only this package, its dependencies and the agent module: the
+    // bench module imports nothing else (the library, stream-script.js, work.js), so the process
+    // transport runs with its default sandbox, no grant.
     agentModule: BENCH_MODULE,
-    // Idle threads must not exit between a scenario's rounds: that would measure thread start-up.
+    // Idle runners must not exit between a scenario's rounds: that would measure their start-up.
     pool: { idleTimeoutMs: 600_000, ...setup.pool },
     ...(setup.abortGraceMs === undefined ? {} : { abortGraceMs: setup.abortGraceMs }),
   })

@@ -1,6 +1,7 @@
 /**
- * `subagent-worker bench`: runs the selected scenarios inline and on worker threads in one
- * process run, prints the table on stdout and, on request, writes the JSON and the SVG chart.
+ * `subagent-worker bench`: runs the selected scenarios inline, on worker threads and in child
+ * processes in one process run, prints the tables on stdout and, on request, writes the JSON and
+ * the SVG chart.
  */
 import { spawn } from 'node:child_process'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
@@ -13,7 +14,7 @@ import { defaultThreads } from './harness.js'
 import { backgroundBusy, machineInfo, otherLoad } from './machine.js'
 import { FULL_PLAN, QUICK_PLAN } from './plan.js'
 import { createProgress } from './progress.js'
-import { renderNotes, renderTable } from './report.js'
+import { renderGoals, renderNotes, renderTable } from './report.js'
 import { scenariosFor } from './scenarios/index.js'
 import { renderSvg } from './svg.js'
 import type { BenchReport, ScenarioResult } from './types.js'
@@ -34,7 +35,7 @@ export async function runBench(argv: readonly string[]): Promise<void> {
   }
   const report = await measure(args, argv)
   const style = styleFor(process.stdout)
-  process.stdout.write(`${renderTable(report, style)}\n\n${renderNotes(report, style)}\n`)
+  process.stdout.write(`${renderTable(report, style)}\n\n${renderGoals(report, style)}\n\n${renderNotes(report, style)}\n`)
   if (args.json) await writeOut(args.json, `${JSON.stringify(report, null, 2)}\n`)
   if (args.svg) await writeOut(args.svg, renderSvg(report))
 }

@@ -1,8 +1,9 @@
 /**
- * The benchmark's agent module: every worker imports it, and so does the host, so inline and
- * worker children run the very same tool code. Its tools do their work where the child runs,
- * which is what S5 (CPU in parallel) and S8 (a child that never yields) measure; its models
- * answer where the child runs, with no RPC to the host (S2, S3, S9).
+ * The benchmark's agent module: every runner (worker thread or child process) imports it, and so
+ * does the host, so children on every transport run the very same tool code. Its tools do their
+ * work where the child runs, which is what S5 (CPU in parallel) and S8 (a child that never
+ * yields) measure; its models answer where the child runs, with no RPC to the host (S2, S3, S9).
+ * It imports nothing outside this package, so a child process reads it under the default sandbox.
  */
 import { defineAgentModule, defineTool, ScriptedModel, textResponse, type Model, type StreamChunk } from '../../index.js'
 import { STREAM_MODEL, streamEntry } from './stream-script.js'
@@ -26,8 +27,22 @@ const stream: Model = {
   stream: (request) => new ScriptedModel([streamEntry()]).stream(request),
 }
 
+/** Held before answering: long enough for a batch started at once to be placed before any child of it ends. */
+const PID_HOLD_MS = 100
+
+/**
+ * Answers with the pid of the process it runs in: how the bench learns a process host's runners,
+ * to read their memory and CPU (runners.ts). Not a tool, so no host model is needed to call it.
+ */
+const pid: Model = {
+  async *stream() {
+    await new Promise((resolve) => setTimeout(resolve, PID_HOLD_MS))
+    yield* textResponse(String(process.pid))
+  },
+}
+
 export default defineAgentModule({
-  models: { 'bench-echo': echo, [STREAM_MODEL]: stream },
+  models: { 'bench-echo': echo, [STREAM_MODEL]: stream, 'bench-pid': pid },
   tools: [
     defineTool<{ iterations: number }>({
       name: 'burn',

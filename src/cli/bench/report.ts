@@ -1,7 +1,12 @@
-/** The stdout table: one row per scenario, the figures a reader needs to judge its goals at a glance. */
+/**
+ * The stdout report: a table of figures (one row per scenario, every transport side by side with
+ * the floors and two ratios), a table of goals (one row per goal, each on its own transport), and
+ * notes. Goals get their own table because a row may carry goals on two transports: in one
+ * line with the figures they made the table too wide to read.
+ */
 import { table, type Style } from '../format.js'
 import { describeMachine } from './machine.js'
-import type { BenchReport, ByVariant, Figure, Goal, ScenarioResult, Unit } from './types.js'
+import { MODES, type BenchReport, type ByVariant, type Figure, type Goal, type Mode, type ScenarioResult, type Unit } from './types.js'
 
 export function formatValue(value: number, unit: Unit): string {
   switch (unit) {
@@ -21,39 +26,44 @@ function cell(figure: Figure | null | undefined, unit: Unit): string {
   return `${formatValue(figure.median, unit)} (p99 ${p99})`
 }
 
+const ratioCell = (ratio: number | null) => (ratio === null ? '-' : `${ratio.toFixed(2)}×`)
+
 /** The number a goal is judged on: a ratio as `1.23×`, a value in the scenario's unit. */
 export function goalFigure(goal: Goal, unit: Unit): string {
   return goal.kind === 'ratio' ? `${goal.figure.toPrecision(3)}×` : formatValue(goal.figure, unit)
 }
 
-/** `yes (a; b)` or `NO (a; b)`: the verdict in the row's colour, each goal's figure in its own. */
-function verdict(result: ScenarioResult, style: Style): string {
-  const paint = (met: boolean) => (met ? style.green : style.red)
-  const figures = result.goals.map((goal) => paint(goal.met)(goalFigure(goal, result.unit))).join(paint(result.met)('; '))
-  return `${paint(result.met)(`${result.met ? 'yes' : 'NO'} (`)}${figures}${paint(result.met)(')')}`
-}
-
 export function renderTable(report: BenchReport, style: Style): string {
   const rows = report.scenarios.map((r) => [
     style.bold(r.id),
-    r.inline ? cell(r.inline, r.unit) : 'n/a',
-    cell(r.worker, r.unit),
+    ...MODES.map((mode) => (r[mode] ? cell(r[mode], r.unit) : 'n/a')),
     r.floor ? cell(r.floor, r.unit) : '',
     r.channelFloor ? cell(r.channelFloor, r.unit) : '',
-    r.ratio === null ? '-' : `${r.ratio.toFixed(2)}×`,
-    r.goals.map((goal) => goal.text).join('; '),
-    verdict(r, style),
+    ratioCell(r.ratio),
+    ratioCell(r.processRatio.worker),
   ])
-  return table(['scenario', 'inline', 'worker', 'piscina floor', 'channel floor', 'ratio', 'goals (worker)', 'met?'], rows, style)
+  return table(['scenario', ...MODES, 'piscina floor', 'channel floor', 'worker/inline', 'process/worker'], rows, style)
+}
+
+/** One line per goal, in the scenarios' order, worker's before process's. */
+export function renderGoals(report: BenchReport, style: Style): string {
+  const rows = report.scenarios.flatMap((r) =>
+    r.goals.map((goal) => {
+      const paint = goal.met ? style.green : style.red
+      return [style.bold(r.id), goal.mode, goal.text, goalFigure(goal, r.unit), paint(goal.met ? 'yes' : 'NO')]
+    }),
+  )
+  if (rows.length === 0) return style.dim('No goals: the selected scenarios only report.')
+  return table(['scenario', 'transport', 'goal', 'figure', 'met?'], rows, style)
 }
 
 function micros(value: number): string {
   return `${value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2)} µs`
 }
 
-/** `inline a, worker b, worker with a module model c`: the medians of a secondary figure. */
+/** `inline a, worker b, process c, worker with a module model d`: the medians of a secondary figure. */
 function byVariant(figures: ByVariant, format: (value: number) => string): string {
-  const parts = [`inline ${figures.inline ? format(figures.inline.median) : 'n/a'}`, `worker ${format(figures.worker.median)}`]
+  const parts = MODES.map((mode) => `${mode} ${figures[mode] ? format(figures[mode].median) : 'n/a'}`)
   if (figures.workerModuleModel) parts.push(`worker with a module model ${format(figures.workerModuleModel.median)}`)
   return parts.join(', ')
 }
@@ -62,27 +72,33 @@ function byVariant(figures: ByVariant, format: (value: number) => string): strin
 function extraNotes(r: ScenarioResult): string {
   const extra = r.extra ?? {}
   const notes: string[] = []
-  if (extra.wallOverIdeal) notes.push(`Wall / ideal: inline ${extra.wallOverIdeal.inline.toFixed(2)}×, worker ${extra.wallOverIdeal.worker.toFixed(2)}×.`)
-  if (extra.cpuUsPerDelegation) notes.push(`CPU per delegation (whole process): ${byVariant(extra.cpuUsPerDelegation, micros)}.`)
-  if (extra.cpuUsPerChunk) notes.push(`CPU per chunk (whole process): ${byVariant(extra.cpuUsPerChunk, micros)}.`)
+  if (extra.wallOverIdeal) notes.push(`Wall / ideal: ${MODES.map((mode) => `${mode} ${extra.wallOverIdeal![mode].toFixed(2)}×`).join(', ')}.`)
+  if (extra.cpuUsPerDelegation) notes.push(`CPU per delegation (host and runner processes): ${byVariant(extra.cpuUsPerDelegation, micros)}.`)
+  if (extra.cpuUsPerChunk) notes.push(`CPU per chunk (host and runner processes): ${byVariant(extra.cpuUsPerChunk, micros)}.`)
   if (extra.eventLoopDelayMs) {
     const { p99, max } = extra.eventLoopDelayMs
     const ms = (figure: Figure | null) => (figure ? figure.median.toFixed(1) : 'n/a')
-    notes.push(`Host event-loop delay p99 / max: inline ${ms(p99.inline)} / ${ms(max.inline)} ms, worker ${ms(p99.worker)} / ${ms(max.worker)} ms.`)
+    notes.push(`Host event-loop delay p99 / max: ${MODES.map((mode) => `${mode} ${ms(p99[mode])} / ${ms(max[mode])} ms`).join(', ')}.`)
   }
   return notes.map((note) => ` ${note}`).join('')
 }
 
+const capitalized = (mode: Mode) => `${mode[0]!.toUpperCase()}${mode.slice(1)}`
+
 export function renderNotes(report: BenchReport, style: Style): string {
   const lines = report.scenarios.map((r) => {
     const moduleModel = r.workerModuleModel ? ` Worker with a module model (no RPC per step): ${cell(r.workerModuleModel, r.unit)}.` : ''
-    return `  ${r.id}  ${r.title}; one sample = ${r.metric}.${moduleModel}${extraNotes(r)}${r.inlineNote ? ` Inline: ${r.inlineNote}.` : ''}`
+    const notApplicable = MODES.flatMap((mode) => (r.notApplicable?.[mode] ? [` ${capitalized(mode)}: not applicable, ${r.notApplicable[mode]}.`] : [])).join('')
+    const noGoal = r.goals.length === 0 ? ' Reported, no goal.' : ''
+    return `  ${r.id}  ${r.title}; one sample = ${r.metric}.${moduleModel}${extraNotes(r)}${notApplicable}${noGoal}`
   })
   const models = [...new Set(report.scenarios.map((r) => r.model))]
   return [
     style.dim(`Machine: ${describeMachine(report.machine)}${report.quick ? '  (--quick: fewer samples, noisier figures)' : ''}.`),
-    style.dim(`Cells are median (p99); p99 is the bad tail: the slowest 1 % for times and sizes, the lowest 1 % for rates. Ratio = worker / inline medians.`),
-    style.dim(`Goals are judged on the worker medians; met? gives each goal's figure in order (× is a ratio: to inline, the floor or the ideal, as the goal says). CPU figures are medians of each round's whole-process CPU (every thread); event-loop delays are medians of each round's p99 and max.`),
+    style.dim(`Cells are median (p99); p99 is the bad tail: the slowest 1 % for times and sizes, the lowest 1 % for rates. worker/inline and process/worker are ratios of the medians.`),
+    style.dim(
+      `Each goal is judged on its transport's median; figure is the number it is judged on (× is a ratio: to inline, worker, the floor or the ideal, as the goal says). CPU figures are medians of each round's CPU: the host process's every thread plus, for process, its runner processes (read from /proc); event-loop delays are the host's, medians of each round's p99 and max.`,
+    ),
     style.dim(
       `Floors = the same work with no library, same thread count, same run. piscina floor: S1-S3 a bare piscina task with a transferred MessagePort and one message back (same pool settings); S5 the same CPU burns as bare piscina tasks. channel floor (S1-S3): one persistent channel per plain worker thread, small messages coalesced into one postMessage per thread per event-loop turn and echoed back the same way; S1/S2 one round trip at a time, S3 messages echoed per second with as many in flight.`,
     ),

@@ -1,10 +1,10 @@
 /**
- * A self-contained SVG chart of a run: per scenario, inline and worker medians as bars with a
- * whisker out to p99, the floors and the module-model figure where there are some, each goal
- * that is on the row's own figure as a dashed line, and a reference (S9's ideal) as a dotted
- * one. Every goal is listed under the title with its figure. Each scenario has its own scale
- * (their units differ). Hand-written: a chart library would be a dependency for a hundred lines
- * of rectangles.
+ * A self-contained SVG chart of a run: per scenario, the inline, worker and process medians as
+ * bars with a whisker out to p99, the floors and the module-model figure where there are some,
+ * each goal that is on the row's own figure as a dashed line, and a reference (S9's ideal) as a
+ * dotted one. Every goal is listed under the title with its transport and figure. Each scenario
+ * has its own scale (their units differ). Hand-written: a chart library would be a dependency for
+ * a hundred lines of rectangles.
  */
 import { describeMachine } from './machine.js'
 import { formatValue, goalFigure } from './report.js'
@@ -23,6 +23,7 @@ const GOAL_LINE_H = 13
 const COLORS = {
   inline: '#7b8794',
   worker: '#e8833a',
+  process: '#3f7f6e',
   moduleModel: '#f2c14e',
   floor: '#5a9bd5',
   channelFloor: '#8e6bbf',
@@ -48,6 +49,7 @@ function barsOf(result: ScenarioResult): Bar[] {
     { label: 'worker', figure: result.worker, color: COLORS.worker },
   ]
   if (result.workerModuleModel) bars.push({ label: 'worker, module model', figure: result.workerModuleModel, color: COLORS.moduleModel })
+  bars.push({ label: 'process', figure: result.process, color: COLORS.process })
   if (result.floor) bars.push({ label: 'piscina floor', figure: result.floor, color: COLORS.floor, floor: true })
   if (result.channelFloor) bars.push({ label: 'channel floor', figure: result.channelFloor, color: COLORS.channelFloor, floor: true })
   return bars
@@ -57,7 +59,8 @@ function row(result: ScenarioResult, top: number): { svg: string; height: number
   const bars = barsOf(result)
   const head = HEAD + result.goals.length * GOAL_LINE_H
   const height = head + bars.length * (BAR_H + GAP) + 12
-  const lines = result.goals.flatMap((goal) => (goal.line === undefined ? [] : [goal.line]))
+  // Two transports' goals may sit at one place (S8): one line for both.
+  const lines = [...new Set(result.goals.flatMap((goal) => (goal.line === undefined ? [] : [goal.line])))]
   // The scale fits the library's medians, the goal lines and the reference; a p99 or a floor
   // beyond it is clipped (an arrow, a break in the bar), so one long tail or one far floor does
   // not shrink every bar of the row to a sliver.
@@ -68,11 +71,13 @@ function row(result: ScenarioResult, top: number): { svg: string; height: number
     `<text x="12" y="${top + 18}" class="id">${escape(result.id)}</text>`,
     `<text x="${TEXT_X}" y="${top + 18}" class="title">${escape(result.title)}</text>`,
     `<text x="${TEXT_X}" y="${top + 32}" class="small">${escape(`${result.unit}, ${result.better} is better`)}</text>`,
-    `<text x="${WIDTH - 12}" y="${top + 18}" class="verdict" fill="${result.met ? COLORS.met : COLORS.missed}" text-anchor="end">${result.met ? 'met' : 'missed'}</text>`,
+    result.goals.length === 0
+      ? `<text x="${WIDTH - 12}" y="${top + 18}" class="verdict" fill="${COLORS.reference}" text-anchor="end">no goal</text>`
+      : `<text x="${WIDTH - 12}" y="${top + 18}" class="verdict" fill="${result.met ? COLORS.met : COLORS.missed}" text-anchor="end">${result.met ? 'met' : 'missed'}</text>`,
   ]
   result.goals.forEach((goal, i) => {
     // A style attribute, not fill=: the .small class would override a presentation attribute.
-    const text = `goal: ${goal.text} · worker ${goalFigure(goal, result.unit)} · ${goal.met ? 'met' : 'missed'}`
+    const text = `goal (${goal.mode}): ${goal.text} · ${goal.mode} ${goalFigure(goal, result.unit)} · ${goal.met ? 'met' : 'missed'}`
     parts.push(`<text x="${TEXT_X}" y="${top + 32 + (i + 1) * GOAL_LINE_H}" class="small" style="fill: ${goal.met ? COLORS.met : COLORS.missed}">${escape(text)}</text>`)
   })
   bars.forEach((bar, i) => {
@@ -131,6 +136,7 @@ export function renderSvg(report: BenchReport): string {
     ['inline', COLORS.inline],
     ['worker', COLORS.worker],
     ['worker, module model (no RPC)', COLORS.moduleModel],
+    ['process', COLORS.process],
     ['piscina floor (bare tasks)', COLORS.floor],
     ['channel floor (bare channel per thread)', COLORS.channelFloor],
   ]
@@ -140,7 +146,7 @@ export function renderSvg(report: BenchReport): string {
       return item
     })
     .join('\n')
-  const goalKey = `<line x1="12" y1="73" x2="32" y2="73" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="38" y="77" class="small">goal (worker median) · bar: median · whisker: p99 (arrow: beyond the scale) · break in a bar: median beyond the scale · dotted: reference</text>`
+  const goalKey = `<line x1="12" y1="73" x2="32" y2="73" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="38" y="77" class="small">goal (on its transport's median) · bar: median · whisker: p99 (arrow: beyond the scale) · break in a bar: median beyond the scale · dotted: reference</text>`
   return `<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${top + 10}" viewBox="0 0 ${WIDTH} ${top + 10}" font-family="Helvetica, Arial, sans-serif">
 <style>
@@ -151,7 +157,7 @@ export function renderSvg(report: BenchReport): string {
   .verdict { font-size: 12px; font-weight: bold; }
 </style>
 <rect width="100%" height="100%" fill="#fff"/>
-<text x="12" y="22" class="h">subagent-worker bench: inline vs worker${report.quick ? ' (--quick)' : ''}</text>
+<text x="12" y="22" class="h">subagent-worker bench: inline, worker and process${report.quick ? ' (--quick)' : ''}</text>
 <text x="12" y="40" class="small">${escape(describeMachine(report.machine))} · ${escape(report.startedAt)}</text>
 ${legend}
 ${goalKey}

@@ -3,7 +3,13 @@ import type { ScenarioId } from './args.js'
 import type { MachineInfo } from './machine.js'
 import type { Direction, Summary } from './stats.js'
 
-export type Mode = 'inline' | 'worker'
+/** Where children run: the host's `isolation`. Every scenario measures each one, in this order, in the same run. */
+export type Mode = 'inline' | 'worker' | 'process'
+
+export const MODES: readonly Mode[] = ['inline', 'worker', 'process']
+
+/** The isolating transports: goals are judged on their figures (inline is the reference they are read against). */
+export type Isolated = Exclude<Mode, 'inline'>
 
 export type Unit = 'ms' | 'delegations/s' | 'MB'
 
@@ -13,36 +19,43 @@ export interface Figure extends Summary {
 }
 
 export interface Goal {
+  /** The transport whose median the goal is judged on. */
+  mode: Isolated
   /** As the brief states it, e.g. `p50 <= 0.5 ms`. */
   text: string
   /** The number the goal is judged on: in the scenario's unit for `value` goals, a ratio for `ratio` goals. */
   figure: number
   threshold: number
   comparison: '<=' | '>='
-  /** `ratio` goals compare the worker figure with a reference (inline, the floor, the ideal); `value` goals are a figure in the scenario's unit. */
+  /** `ratio` goals compare the transport's figure with a reference (inline, worker, the floor, the ideal); `value` goals are a figure in the scenario's unit. */
   kind: 'value' | 'ratio'
   met: boolean
   /** Where the goal sits on the chart, in the scenario's own unit; absent when the goal is on another quantity (CPU, event-loop delay). */
   line?: number
 }
 
-/** A secondary figure per variant: the worker's, inline's (when it can run) and the module-model worker's (where measured). */
+/**
+ * A secondary figure per variant: inline's (when it can run), the worker's, the process
+ * transport's (`null` where this machine cannot read its runners, see proc.ts) and the
+ * module-model worker's (where measured).
+ */
 export interface ByVariant {
   inline: Figure | null
   worker: Figure
+  process: Figure | null
   workerModuleModel?: Figure
 }
 
 /** Secondary figures. The named ones are shown in the notes under the table; any other key goes to the JSON only. */
 export interface Extra {
-  /** Whole-process CPU time (every thread) per delegation, in µs: each round's CPU over its delegations. */
+  /** CPU time per delegation, in µs: each round's CPU over its delegations, the host process's every thread plus, for the process transport, its runner processes. */
   cpuUsPerDelegation?: ByVariant
-  /** Whole-process CPU time per streamed chunk, in µs. */
+  /** CPU time per streamed chunk, in µs, counted the same way. */
   cpuUsPerChunk?: ByVariant
   /** The host's event-loop delay during each batch, in ms: each round's p99 and max. */
   eventLoopDelayMs?: { p99: ByVariant; max: ByVariant }
   /** The wall-time medians over the ideal wall time (S9). */
-  wallOverIdeal?: { inline: number; worker: number }
+  wallOverIdeal?: Record<Mode, number>
   [key: string]: unknown
 }
 
@@ -57,10 +70,13 @@ export interface ScenarioResult {
   model: string
   /** Counts and pool settings, so the figures can be reproduced. */
   setup: Record<string, unknown>
-  /** `null` when the scenario cannot run inline (see `inlineNote`). */
+  /** `null` when the scenario cannot run inline (see `notApplicable`). */
   inline: Figure | null
-  inlineNote?: string
   worker: Figure
+  /** `null` when the process transport's figure cannot be measured on this machine (see `notApplicable`). */
+  process: Figure | null
+  /** Why a transport's figure is `null`. */
+  notApplicable?: Partial<Record<Mode, string>>
   /** The bare piscina task measured in the same run (S1-S3), or the same CPU burns as bare piscina tasks (S5). */
   floor?: Figure
   /** The bare persistent channel per thread, messages coalesced per turn, measured in the same run (S1-S3). */
@@ -71,8 +87,11 @@ export interface ScenarioResult {
   reference?: { label: string; value: number }
   /** worker median / inline median; `null` when there is no inline figure. */
   ratio: number | null
+  /** The process median over the inline and over the worker median; `null` where either side has no figure. */
+  processRatio: { inline: number | null; worker: number | null }
+  /** Each with the transport it is judged on; none for a row that only reports (S10). */
   goals: Goal[]
-  /** Every goal met. */
+  /** Every goal met, on whichever transport (true for a row without goals). */
   met: boolean
   /** Secondary figures (e.g. CPU per delegation, heap vs RSS, per-delegation latency in throughput runs). */
   extra?: Extra

@@ -1,14 +1,18 @@
 /**
  * S8: a child spinning in a module tool that never yields is cancelled by its parent; the
- * figure is the time from the abort to the settled result. The worker transport gets
- * `abortGraceMs` for a cooperative stop, then terminates the thread. Inline it is not
- * applicable: the spinning tool holds the host's own thread, so nothing could even deliver the
- * abort, and running it would hang the benchmark.
+ * figure is the time from the abort to the settled result. The worker and process transports
+ * get `abortGraceMs` for a cooperative stop, then terminate the thread or kill the process
+ * (SIGKILL). Both are measured alike, their rounds taking turns, and judged on the same goal.
+ * Inline it is not applicable: the spinning tool holds the host's own thread, so nothing could
+ * even deliver the abort, and running it would hang the benchmark.
  */
 import { toolCallResponse } from '../../../index.js'
 import { benchHost, defaultThreads, expectStop, HOST_MODEL, sleep, start, useScript, type BenchHost } from '../harness.js'
-import { allMet, valueGoal, type Scenario } from './scenario.js'
+import type { Figure, Isolated } from '../types.js'
+import { allMet, ratioOf, valueGoal, type Scenario } from './scenario.js'
 import { figure } from '../stats.js'
+
+const ISOLATED: readonly Isolated[] = ['worker', 'process']
 
 /** Time the tool is given to be well inside its loop before the abort. */
 const SPIN_BEFORE_ABORT_MS = 20
@@ -41,22 +45,29 @@ export const s8: Scenario = {
     const { rounds, graceMs } = context.plan.abort
     const threads = defaultThreads()
     const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: 1 }
-    const bench = benchHost('worker', { pool, abortGraceMs: graceMs })
-    const times: number[] = []
+    const benches: Record<Isolated, BenchHost> = { worker: benchHost('worker', { pool, abortGraceMs: graceMs }), process: benchHost('process', { pool, abortGraceMs: graceMs }) }
+    const times: Record<Isolated, number[]> = { worker: [], process: [] }
     try {
-      await abortOne(bench) // warm-up: module imported, paths compiled
+      // Warm-up: module imported, paths compiled.
+      for (const mode of ISOLATED) await abortOne(benches[mode])
       context.progress.advance(1)
       for (let r = 0; r < rounds; r++) {
-        // Give piscina time to replace the terminated thread, so each round starts on a warm pool.
-        await sleep(100)
-        times.push(await abortOne(bench))
+        for (const mode of ISOLATED) {
+          // Give the pool time to start the stopped runner's replacement, so each round starts on
+          // a warm pool (the other runners are warm anyway, and the clock starts at the abort).
+          await sleep(100)
+          times[mode].push(await abortOne(benches[mode]))
+        }
         context.progress.advance(1)
       }
     } finally {
-      await bench.host.close()
+      await Promise.all(ISOLATED.map((mode) => benches[mode].host.close()))
     }
-    const worker = figure(times, 'lower')
-    const goal = valueGoal(`<= abortGraceMs + 50 ms (${graceMs + 50} ms)`, '<=', worker.median, graceMs + 50, graceMs + 50)
+    const figures: Record<Isolated, Figure> = { worker: figure(times.worker, 'lower'), process: figure(times.process, 'lower') }
+    const { worker, process: proc } = figures
+    // The same goal on both transports: the grace, plus 50 ms to stop the runner and settle.
+    const text = `<= abortGraceMs + 50 ms (${graceMs + 50} ms)`
+    const goals = ISOLATED.map((mode) => valueGoal(mode, text, '<=', figures[mode].median, graceMs + 50, graceMs + 50))
     return [
       {
         id: 'S8',
@@ -67,12 +78,17 @@ export const s8: Scenario = {
         model: HOST_MODEL,
         setup: { rounds, abortGraceMs: graceMs, spinBeforeAbortMs: SPIN_BEFORE_ABORT_MS, pool },
         inline: null,
-        inlineNote: "not applicable: an inline child's spinning tool holds the host's own thread, so the abort can never be delivered",
         worker,
+        process: proc,
+        notApplicable: { inline: "an inline child's spinning tool holds the host's own thread, so the abort can never be delivered" },
         ratio: null,
-        goals: [goal],
-        met: allMet([goal]),
-        extra: { overGraceMs: { median: worker.median - graceMs, p99: worker.p99 - graceMs } },
+        processRatio: { inline: null, worker: ratioOf(proc, worker) },
+        goals,
+        met: allMet(goals),
+        extra: {
+          overGraceMs: { median: worker.median - graceMs, p99: worker.p99 - graceMs },
+          processOverGraceMs: { median: proc.median - graceMs, p99: proc.p99 - graceMs },
+        },
       },
     ]
   },

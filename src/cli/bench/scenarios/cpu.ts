@@ -2,7 +2,7 @@
  * S5 and S6 share one workload: a batch of children that each run a module tool burning a
  * calibrated 50 ms of CPU. S5 is the batch's wall time; S6 is how late the host's event loop
  * ran meanwhile (perf_hooks monitorEventLoopDelay). Inline, every burn runs on the host's
- * thread; on workers the burns run in parallel on other threads.
+ * thread; on workers and child processes the burns run in parallel, off the host's thread.
  */
 import { availableParallelism } from 'node:os'
 import type { IntervalHistogram } from 'node:perf_hooks'
@@ -10,8 +10,8 @@ import { textResponse, toolCallResponse } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, useScript, type BenchHost } from '../harness.js'
 import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../loop-delay.js'
 import { work } from '../work.js'
-import type { Figure, Mode, ScenarioResult } from '../types.js'
-import { allMet, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
+import { MODES, type Figure, type Mode, type ScenarioResult } from '../types.js'
+import { allMet, processRatioOf, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
 import { figure } from '../stats.js'
 
 /** Iterations of `work` that take `ms` on this thread, on an idle core (the best of several tries). */
@@ -54,17 +54,17 @@ function delayFigure(total: IntervalHistogram, roundP99s: number[]): Figure {
 export const s5: Scenario = {
   ids: ['S5', 'S6'],
   label: 'S5/S6 CPU-bound module tools',
-  units: (plan) => plan.cpu.rounds * 2 + 2,
+  units: (plan) => plan.cpu.rounds * MODES.length + 2,
   async run(context): Promise<ScenarioResult[]> {
     const { children, burnMs, rounds } = context.plan.cpu
     const iterations = calibrate(burnMs)
     const threads = defaultThreads()
     const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: 1 }
-    const hosts = [benchHost('inline'), benchHost('worker', { pool })]
-    const walls: Record<Mode, number[]> = { inline: [], worker: [] }
+    const hosts = MODES.map((mode) => benchHost(mode, { pool }))
+    const walls: Record<Mode, number[]> = { inline: [], worker: [], process: [] }
     const delays = {} as Record<Mode, Figure>
     try {
-      // Warm-up: every worker thread imports the module and optimizes the loop before timing.
+      // Warm-up: every runner imports the module and optimizes the loop before timing.
       for (const bench of hosts) await batch(bench, children, iterations)
       context.progress.advance(1)
       // One transport's rounds back to back, so its histogram runs once, without gaps: a
@@ -95,10 +95,11 @@ export const s5: Scenario = {
     const setup = { children, burnMsPerChild: burnMs, iterationsPerChild: iterations, rounds, steps: 2, pool }
     const inline = figure(walls.inline, 'lower')
     const worker = figure(walls.worker, 'lower')
+    const proc = figure(walls.process, 'lower')
     const ratio = ratioOf(worker, inline) ?? Infinity
     // The floor did the same burns as bare piscina tasks: what this machine's cores give at best.
-    const wallGoal = ratioGoal('wall <= 1.05 × floor', '<=', worker.median / floor.median, 1.05, floor.median)
-    const delayGoal = valueGoal('p99 <= 10 ms', '<=', delays.worker.p99, 10, 10)
+    const wallGoal = ratioGoal('worker', 'wall <= 1.05 × floor', '<=', worker.median / floor.median, 1.05, floor.median)
+    const delayGoal = valueGoal('worker', 'p99 <= 10 ms', '<=', delays.worker.p99, 10, 10)
     return [
       {
         id: 'S5',
@@ -110,11 +111,17 @@ export const s5: Scenario = {
         setup,
         inline,
         worker,
+        process: proc,
         floor,
         ratio,
+        processRatio: processRatioOf({ inline, worker, process: proc }),
         goals: [wallGoal],
         met: allMet([wallGoal]),
-        extra: { idealWorkerMs: (children * burnMs) / Math.min(threads, availableParallelism()), floorRatio: floor.median / inline.median },
+        extra: {
+          idealWorkerMs: (children * burnMs) / Math.min(threads, availableParallelism()),
+          floorRatio: floor.median / inline.median,
+          processFloorRatio: proc.median / floor.median,
+        },
       },
       {
         id: 'S6',
@@ -126,7 +133,9 @@ export const s5: Scenario = {
         setup: { ...setup, resolutionMs: RESOLUTION_MS, samplesAre: 'per-round p99 (the histogram keeps no raw samples)' },
         inline: delays.inline,
         worker: delays.worker,
+        process: delays.process,
         ratio: ratioOf(delays.worker, delays.inline),
+        processRatio: processRatioOf(delays),
         goals: [delayGoal],
         met: allMet([delayGoal]),
       },

@@ -1,12 +1,13 @@
 /**
- * S1 and S2: one delegation at a time on a warm pool. Inline and worker hosts live side by side
- * and take turns in batches, so drift in the machine (frequency, other load) hits both alike.
+ * S1 and S2: one delegation at a time on a warm pool. A host per transport (inline, worker,
+ * process), side by side, taking turns in batches, so drift in the machine (frequency, other
+ * load) hits them all alike.
  */
 import { textResponse } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, expectStop, HOST_MODEL, start, useScript, type BenchHost, type Variant } from '../harness.js'
 import type { Plan } from '../plan.js'
 import type { ScenarioResult } from '../types.js'
-import { allMet, ratioOf, valueGoal, type Scenario, type ScenarioContext } from './scenario.js'
+import { allMet, processRatioOf, ratioOf, valueGoal, type Scenario, type ScenarioContext } from './scenario.js'
 import { figure } from '../stats.js'
 
 /** Times one delegation's part of interest, in ms. */
@@ -35,7 +36,7 @@ async function alternate(context: ScenarioContext, measure: Measure, variants: r
   const { warmup, samples, batch } = context.plan.latency
   const threads = defaultThreads()
   const hosts = variants.map((variant) => benchHost(variant, { pool: { minThreads: threads, maxThreads: threads } }))
-  const times: Record<Variant, number[]> = { inline: [], worker: [], workerModuleModel: [] }
+  const times: Record<Variant, number[]> = { inline: [], worker: [], process: [], workerModuleModel: [] }
   try {
     for (const bench of hosts) {
       const script = useScript(bench, warmup, [textResponse('done')])
@@ -67,10 +68,11 @@ export const s1: Scenario = {
   label: 'S1 start() to published',
   units: batches,
   async run(context): Promise<ScenarioResult[]> {
-    const times = await alternate(context, startToPublished, ['inline', 'worker'])
+    const times = await alternate(context, startToPublished, ['inline', 'worker', 'process'])
     const inline = figure(times.inline, 'lower')
     const worker = figure(times.worker, 'lower')
-    const goal = valueGoal('p50 <= 0.5 ms', '<=', worker.median, 0.5, 0.5)
+    const proc = figure(times.process, 'lower')
+    const goal = valueGoal('worker', 'p50 <= 0.5 ms', '<=', worker.median, 0.5, 0.5)
     return [
       {
         id: 'S1',
@@ -82,9 +84,11 @@ export const s1: Scenario = {
         setup: setup(context.plan),
         inline,
         worker,
+        process: proc,
         floor: await context.floor.latency(),
         channelFloor: await context.channelFloor.latency(),
         ratio: ratioOf(worker, inline),
+        processRatio: processRatioOf({ inline, worker, process: proc }),
         goals: [goal],
         met: allMet([goal]),
       },
@@ -97,11 +101,16 @@ export const s2: Scenario = {
   label: 'S2 one-step delegation',
   units: batches,
   async run(context): Promise<ScenarioResult[]> {
-    const times = await alternate(context, wholeDelegation, ['inline', 'worker', 'workerModuleModel'])
+    const times = await alternate(context, wholeDelegation, ['inline', 'worker', 'workerModuleModel', 'process'])
     const inline = figure(times.inline, 'lower')
     const worker = figure(times.worker, 'lower')
+    const proc = figure(times.process, 'lower')
     const overhead = worker.median - inline.median
-    const goal = valueGoal('p50 overhead over inline <= 0.5 ms', '<=', overhead, 0.5, inline.median + 0.5)
+    const processOverhead = proc.median - inline.median
+    const goals = [
+      valueGoal('worker', 'p50 overhead over inline <= 0.5 ms', '<=', overhead, 0.5, inline.median + 0.5),
+      valueGoal('process', 'p50 overhead over inline <= 1 ms', '<=', processOverhead, 1, inline.median + 1),
+    ]
     return [
       {
         id: 'S2',
@@ -113,13 +122,20 @@ export const s2: Scenario = {
         setup: setup(context.plan),
         inline,
         worker,
+        process: proc,
         floor: await context.floor.latency(),
         channelFloor: await context.channelFloor.latency(),
         workerModuleModel: figure(times.workerModuleModel, 'lower'),
         ratio: ratioOf(worker, inline),
-        goals: [goal],
-        met: allMet([goal]),
-        extra: { overheadP50Ms: overhead, overheadP99Ms: worker.p99 - inline.p99 },
+        processRatio: processRatioOf({ inline, worker, process: proc }),
+        goals,
+        met: allMet(goals),
+        extra: {
+          overheadP50Ms: overhead,
+          overheadP99Ms: worker.p99 - inline.p99,
+          processOverheadP50Ms: processOverhead,
+          processOverheadP99Ms: proc.p99 - inline.p99,
+        },
       },
     ]
   },

@@ -4,7 +4,7 @@ import type { ChannelFloor } from '../channel-floor.js'
 import type { Floor } from '../floor.js'
 import type { Plan } from '../plan.js'
 import type { Progress } from '../progress.js'
-import type { Figure, Goal, ScenarioResult } from '../types.js'
+import type { Figure, Goal, Isolated, ScenarioResult } from '../types.js'
 
 export interface ScenarioContext {
   plan: Plan
@@ -24,35 +24,35 @@ export interface Scenario {
   run(context: ScenarioContext): Promise<ScenarioResult[]>
 }
 
-export function ratioOf(worker: Figure, inline: Figure | null): number | null {
-  return inline && inline.median !== 0 ? worker.median / inline.median : null
+/** `figure`'s median over `reference`'s; `null` when either is missing. */
+export function ratioOf(figure: Figure | null, reference: Figure | null): number | null {
+  return figure && reference && reference.median !== 0 ? figure.median / reference.median : null
 }
 
-/** A goal on a figure in the scenario's unit; `line` places it on the chart. */
-export function valueGoal(text: string, comparison: Goal['comparison'], figure: number, threshold: number, line?: number): Goal {
-  return { text, figure, threshold, comparison, kind: 'value', met: meets(comparison, figure, threshold), ...(line === undefined ? {} : { line }) }
+/** The process column's ratios: to inline (what isolation costs in all) and to worker (what a process costs over a thread). */
+export function processRatioOf(figures: { inline: Figure | null; worker: Figure; process: Figure | null }): ScenarioResult['processRatio'] {
+  return { inline: ratioOf(figures.process, figures.inline), worker: ratioOf(figures.process, figures.worker) }
+}
+
+/** A goal on `mode`'s figure in the scenario's unit; `line` places it on the chart. */
+export function valueGoal(mode: Isolated, text: string, comparison: Goal['comparison'], figure: number, threshold: number, line?: number): Goal {
+  return { mode, text, figure, threshold, comparison, kind: 'value', met: meets(comparison, figure, threshold), ...(line === undefined ? {} : { line }) }
 }
 
 /**
- * A goal on the worker figure over a reference (inline, the floor, the ideal). With the
+ * A goal on `mode`'s figure over a reference (inline, worker, the floor, the ideal). With the
  * reference's value in the scenario's unit it is drawn at threshold × that value; without, it is
  * on another quantity (CPU, say) and not drawn.
  */
-export function ratioGoal(text: string, comparison: Goal['comparison'], ratio: number, threshold: number, reference?: number): Goal {
-  return { text, figure: ratio, threshold, comparison, kind: 'ratio', met: meets(comparison, ratio, threshold), ...(reference === undefined ? {} : { line: threshold * reference }) }
+export function ratioGoal(mode: Isolated, text: string, comparison: Goal['comparison'], ratio: number, threshold: number, reference?: number): Goal {
+  return { mode, text, figure: ratio, threshold, comparison, kind: 'ratio', met: meets(comparison, ratio, threshold), ...(reference === undefined ? {} : { line: threshold * reference }) }
 }
 
 function meets(comparison: Goal['comparison'], figure: number, threshold: number): boolean {
   return comparison === '<=' ? figure <= threshold : figure >= threshold
 }
 
-/** A row meets its goals when it meets every one. */
+/** A row meets its goals when it meets every one, on whichever transport. */
 export function allMet(goals: readonly Goal[]): boolean {
   return goals.every((goal) => goal.met)
-}
-
-/** Whole-process CPU time (user + system, every thread) since `since`, in µs. */
-export function cpuSince(since: NodeJS.CpuUsage): number {
-  const { user, system } = process.cpuUsage(since)
-  return user + system
 }

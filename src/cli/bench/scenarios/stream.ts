@@ -1,35 +1,40 @@
 /**
  * S9: streaming fan-in. A batch of children start at once and each streams 100 text chunks at
- * 50 chunks/s, so the ideal batch takes 2 s on either transport; what is measured is how far
- * behind that the host falls, what each chunk costs in CPU (the whole process, every thread),
- * and how late the host's event loop runs meanwhile. Two model placements, each inline and on
- * workers in the same run: a ScriptedModel on the host (on workers, each chunk is an RPC reply
- * to the thread and an event back) and a module model in the child's own thread (only the events
- * cross). One host per transport serves both placements through two parents.
+ * 50 chunks/s, so the ideal batch takes 2 s on any transport; what is measured is how far
+ * behind that the host falls, what each chunk costs in CPU (the whole host process, every
+ * thread, and the process transport's runner processes), and how late the host's event loop
+ * runs meanwhile. Two model placements, each on every transport in the same run: a ScriptedModel
+ * on the host (on workers and processes, each chunk is an RPC reply to the runner and an event
+ * back) and a module model where the child runs (only the events cross). One host per transport
+ * serves both placements through two parents.
  */
 import { benchHost, delegate, HOST_MODEL, useScript, withProvider, type BenchHost } from '../harness.js'
 import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../loop-delay.js'
+import { runnerPids } from '../runners.js'
 import { STREAM_CHUNKS, STREAM_IDEAL_MS, STREAM_INTERVAL_MS, STREAM_MODEL, streamEntry } from '../stream-script.js'
-import type { Mode, ScenarioResult } from '../types.js'
-import { allMet, cpuSince, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
+import { MODES, type Mode, type ScenarioResult } from '../types.js'
+import { cpuMeter } from '../usage.js'
+import { allMet, processRatioOf, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
 import { figure } from '../stats.js'
 
 type Placement = 'host' | 'module'
 
-/** One transport's host and its two parents, one per model placement. */
+/** One transport's host, its two parents (one per model placement) and its runner processes (process transport only). */
 interface Transport {
   mode: Mode
   benches: Record<Placement, BenchHost>
+  runners: number[]
 }
 
 interface Samples {
   wallMs: number[]
+  /** Empty where the runners' CPU cannot be read (see usage.ts). */
   cpuUsPerChunk: number[]
   loopP99Ms: number[]
   loopMaxMs: number[]
 }
 
-/** The goals, judged on the worker medians; the CPU goal is the same for both placements. */
+/** The goals, judged on the worker medians; the CPU goal is the same for both placements. The process transport has none here. */
 const GOALS: Record<Placement, { wallOverIdeal: number; loopP99Ms: number }> = {
   host: { wallOverIdeal: 1.6, loopP99Ms: 50 },
   module: { wallOverIdeal: 1.3, loopP99Ms: 20 },
@@ -48,7 +53,7 @@ async function fanIn(bench: BenchHost, children: number): Promise<void> {
   await Promise.all(Array.from({ length: children }, () => delegate(bench)))
 }
 
-/** Untimed: both placements at once, so every thread has imported the module and run both paths. */
+/** Untimed: both placements at once, so every runner has imported the module and run both paths. */
 async function warmUp(transport: Transport, children: number): Promise<void> {
   const onHost = Math.ceil(children / 2)
   const done = scriptFor(transport.benches.host, 'host', onHost)
@@ -56,22 +61,23 @@ async function warmUp(transport: Transport, children: number): Promise<void> {
   done()
 }
 
-async function measure(bench: BenchHost, placement: Placement, children: number, into: Samples): Promise<void> {
+async function measure(transport: Transport, placement: Placement, children: number, into: Samples): Promise<void> {
+  const bench = transport.benches[placement]
   const done = scriptFor(bench, placement, children)
   const monitor = loopMonitor()
   monitor.enable()
   // Ticks before and after the batch (see loop-delay.ts).
   await loopTurns()
-  const cpu0 = process.cpuUsage()
+  const meter = cpuMeter(transport.runners)
   const t0 = performance.now()
   await fanIn(bench, children)
   const wall = performance.now() - t0
-  const cpuUs = cpuSince(cpu0)
+  const cpuUs = meter.stop()
   await loopTurns()
   monitor.disable()
   done()
   into.wallMs.push(wall)
-  into.cpuUsPerChunk.push(cpuUs / (children * STREAM_CHUNKS))
+  if (cpuUs !== null) into.cpuUsPerChunk.push(cpuUs / (children * STREAM_CHUNKS))
   into.loopP99Ms.push(delayMs(monitor.percentile(99)))
   into.loopMaxMs.push(delayMs(monitor.max))
 }
@@ -79,15 +85,17 @@ async function measure(bench: BenchHost, placement: Placement, children: number,
 const noSamples = (): Samples => ({ wallMs: [], cpuUsPerChunk: [], loopP99Ms: [], loopMaxMs: [] })
 
 function row(placement: Placement, samples: Record<Mode, Samples>, children: number, setup: Record<string, unknown>): ScenarioResult {
-  const per = (key: keyof Samples) => ({ inline: figure(samples.inline[key], 'lower'), worker: figure(samples.worker[key], 'lower') })
+  const per = (key: keyof Samples) => ({ inline: figure(samples.inline[key], 'lower'), worker: figure(samples.worker[key], 'lower'), process: figure(samples.process[key], 'lower') })
   const wall = per('wallMs')
-  const cpu = per('cpuUsPerChunk')
+  // The process transport's CPU samples are missing where its runners cannot be read (usage.ts).
+  const processCpu = samples.process.cpuUsPerChunk
+  const cpu = { inline: figure(samples.inline.cpuUsPerChunk, 'lower'), worker: figure(samples.worker.cpuUsPerChunk, 'lower'), process: processCpu.length > 0 ? figure(processCpu, 'lower') : null }
   const p99 = per('loopP99Ms')
   const goal = GOALS[placement]
   const goals = [
-    ratioGoal(`wall <= ${goal.wallOverIdeal} × ideal`, '<=', wall.worker.median / STREAM_IDEAL_MS, goal.wallOverIdeal, STREAM_IDEAL_MS),
-    valueGoal(`event-loop p99 <= ${goal.loopP99Ms} ms`, '<=', p99.worker.median, goal.loopP99Ms),
-    ratioGoal(`CPU/chunk <= ${CPU_OVER_INLINE} × inline`, '<=', ratioOf(cpu.worker, cpu.inline) ?? Infinity, CPU_OVER_INLINE),
+    ratioGoal('worker', `wall <= ${goal.wallOverIdeal} × ideal`, '<=', wall.worker.median / STREAM_IDEAL_MS, goal.wallOverIdeal, STREAM_IDEAL_MS),
+    valueGoal('worker', `event-loop p99 <= ${goal.loopP99Ms} ms`, '<=', p99.worker.median, goal.loopP99Ms),
+    ratioGoal('worker', `CPU/chunk <= ${CPU_OVER_INLINE} × inline`, '<=', ratioOf(cpu.worker, cpu.inline) ?? Infinity, CPU_OVER_INLINE),
   ]
   const rate = 1000 / STREAM_INTERVAL_MS
   return {
@@ -96,16 +104,18 @@ function row(placement: Placement, samples: Record<Mode, Samples>, children: num
     metric: `ms of wall time for the batch, every child started at once (ideal ${STREAM_IDEAL_MS} ms)`,
     unit: 'ms',
     better: 'lower',
-    model: placement === 'host' ? HOST_MODEL : `module model '${STREAM_MODEL}' (a fresh ScriptedModel per request, in the child's thread: no RPC per step)`,
+    model: placement === 'host' ? HOST_MODEL : `module model '${STREAM_MODEL}' (a fresh ScriptedModel per request, in the child's runner, thread or process: no RPC per step)`,
     setup: { ...setup, placement },
     inline: wall.inline,
     worker: wall.worker,
+    process: wall.process,
     reference: { label: 'ideal', value: STREAM_IDEAL_MS },
     ratio: ratioOf(wall.worker, wall.inline),
+    processRatio: processRatioOf(wall),
     goals,
     met: allMet(goals),
     extra: {
-      wallOverIdeal: { inline: wall.inline.median / STREAM_IDEAL_MS, worker: wall.worker.median / STREAM_IDEAL_MS },
+      wallOverIdeal: { inline: wall.inline.median / STREAM_IDEAL_MS, worker: wall.worker.median / STREAM_IDEAL_MS, process: wall.process.median / STREAM_IDEAL_MS },
       cpuUsPerChunk: cpu,
       eventLoopDelayMs: { p99, max: per('loopMaxMs') },
     },
@@ -115,26 +125,29 @@ function row(placement: Placement, samples: Record<Mode, Samples>, children: num
 export const s9: Scenario = {
   ids: ['S9', 'S9m'],
   label: 'S9 streaming fan-in',
-  units: (plan) => 2 + plan.stream.rounds * 4,
+  // One unit for the warm-ups (run at once), one per measured batch.
+  units: (plan) => 1 + plan.stream.rounds * PLACEMENTS.length * MODES.length,
   async run(context): Promise<ScenarioResult[]> {
     const { children, threads, rounds } = context.plan.stream
     // Every child holds a slot from the start; idle threads stay warm between batches (see harness.ts).
     const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: Math.ceil(children / threads) }
-    const transports: Transport[] = (['inline', 'worker'] as const).map((mode) => {
+    const transports: Transport[] = MODES.map((mode) => {
       const bench = benchHost(mode, { pool })
-      return { mode, benches: { host: bench, module: withProvider(bench, STREAM_MODEL) } }
+      return { mode, benches: { host: bench, module: withProvider(bench, STREAM_MODEL) }, runners: [] }
     })
     const samples: Record<Placement, Record<Mode, Samples>> = {
-      host: { inline: noSamples(), worker: noSamples() },
-      module: { inline: noSamples(), worker: noSamples() },
+      host: { inline: noSamples(), worker: noSamples(), process: noSamples() },
+      module: { inline: noSamples(), worker: noSamples(), process: noSamples() },
     }
     try {
-      // Both hosts' warm-ups at once: they are untimed, and a batch takes its 2 s whatever its size.
-      await Promise.all(transports.map((transport) => warmUp(transport, children).then(() => context.progress.advance(1))))
+      for (const transport of transports) transport.runners = await runnerPids(transport.benches.host, threads)
+      // Every host's warm-up at once: they are untimed, and a batch takes its 2 s whatever its size.
+      await Promise.all(transports.map((transport) => warmUp(transport, children)))
+      context.progress.advance(1)
       for (let r = 0; r < rounds; r++) {
         for (const placement of PLACEMENTS) {
           for (const transport of transports) {
-            await measure(transport.benches[placement], placement, children, samples[placement][transport.mode])
+            await measure(transport, placement, children, samples[placement][transport.mode])
             context.progress.advance(1)
           }
         }

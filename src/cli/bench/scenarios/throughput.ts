@@ -1,14 +1,16 @@
 /**
  * S3 and S4: many delegations in flight. Each round pushes `total` delegations through
- * `inFlight` lanes and yields one rate sample and one CPU-per-delegation sample (the whole
- * process, every thread: a worker's rate is worth less if it burns more cores to get there);
- * rounds alternate inline and worker.
+ * `inFlight` lanes and yields one rate sample and one CPU-per-delegation sample (the whole host
+ * process, every thread, and the process transport's runner processes: a transport's rate is
+ * worth less if it burns more cores to get there); rounds take the transports in turn.
  */
 import { textResponse, toolCallResponse, type PoolOptions, type ScriptEntry } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost, type Variant } from '../harness.js'
+import { runnerPids } from '../runners.js'
 import { summarize, figure } from '../stats.js'
 import type { ByVariant, ScenarioResult } from '../types.js'
-import { allMet, cpuSince, ratioGoal, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
+import { cpuMeter } from '../usage.js'
+import { allMet, processRatioOf, ratioGoal, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
 
 interface Load {
   warmup: number
@@ -16,37 +18,40 @@ interface Load {
   inFlight: number
   rounds: number
   steps: ScriptEntry[]
-  pool: PoolOptions
+  /** Every runner started up front (minThreads = maxThreads), so the process transport's are all found before the first round. */
+  pool: PoolOptions & { maxThreads: number }
   variants: readonly Variant[]
 }
 
 interface Rates {
   rates: Record<Variant, number[]>
   latencies: Record<Variant, number[]>
-  /** µs of whole-process CPU per delegation, one sample a round. */
+  /** µs of CPU per delegation (host and runner processes), one sample a round; none where the runners cannot be read. */
   cpu: Record<Variant, number[]>
 }
 
-const none = (): Record<Variant, number[]> => ({ inline: [], worker: [], workerModuleModel: [] })
+const none = (): Record<Variant, number[]> => ({ inline: [], worker: [], process: [], workerModuleModel: [] })
 
 async function pump(context: ScenarioContext, load: Load): Promise<Rates> {
   const hosts = load.variants.map((variant) => benchHost(variant, { pool: load.pool }))
   const rates = none()
   const latencies = none()
   const cpu = none()
+  const runners = new Map<BenchHost, number[]>()
   const round = async (bench: BenchHost, total: number, record: boolean) => {
     const script = useScript(bench, total, load.steps)
-    const cpu0 = process.cpuUsage()
+    const meter = cpuMeter(runners.get(bench) ?? [])
     const t0 = performance.now()
     await saturate(total, load.inFlight, () => delegate(bench), record ? (ms) => latencies[bench.variant].push(ms) : undefined)
     const seconds = (performance.now() - t0) / 1000
-    const cpuUs = cpuSince(cpu0)
+    const cpuUs = meter.stop()
     script.done()
     if (!record) return
     rates[bench.variant].push(total / seconds)
-    cpu[bench.variant].push(cpuUs / total)
+    if (cpuUs !== null) cpu[bench.variant].push(cpuUs / total)
   }
   try {
+    for (const bench of hosts) runners.set(bench, await runnerPids(bench, load.pool.maxThreads))
     for (const bench of hosts) await round(bench, load.warmup, false)
     context.progress.advance(1)
     for (let r = 0; r < load.rounds; r++) {
@@ -62,7 +67,8 @@ async function pump(context: ScenarioContext, load: Load): Promise<Rates> {
 /** Each measured variant's CPU per delegation. */
 function cpuFigures(cpu: Record<Variant, number[]>): ByVariant {
   const moduleModel = cpu.workerModuleModel.length > 0 ? { workerModuleModel: figure(cpu.workerModuleModel, 'lower') } : {}
-  return { inline: figure(cpu.inline, 'lower'), worker: figure(cpu.worker, 'lower'), ...moduleModel }
+  const process = cpu.process.length > 0 ? figure(cpu.process, 'lower') : null
+  return { inline: figure(cpu.inline, 'lower'), worker: figure(cpu.worker, 'lower'), process, ...moduleModel }
 }
 
 /** Per-delegation latency inside a throughput run: what a caller waits while the host is saturated. */
@@ -84,14 +90,17 @@ export const s3: Scenario = {
     const { warmup, total, inFlight, rounds } = context.plan.throughput
     // Enough slots for every lane: the admission queue would otherwise cap concurrency at the thread count.
     const pool = threadsFor(inFlight)
-    const { rates, latencies, cpu } = await pump(context, { warmup, total, inFlight, rounds, steps: [textResponse('done')], pool, variants: ['inline', 'worker', 'workerModuleModel'] })
+    const { rates, latencies, cpu } = await pump(context, { warmup, total, inFlight, rounds, steps: [textResponse('done')], pool, variants: ['inline', 'worker', 'workerModuleModel', 'process'] })
     const inline = figure(rates.inline, 'higher')
     const worker = figure(rates.worker, 'higher')
+    const proc = figure(rates.process, 'higher')
     const ratio = ratioOf(worker, inline) ?? 0
+    const processRatio = processRatioOf({ inline, worker, process: proc })
     const cpuUsPerDelegation = cpuFigures(cpu)
     const goals = [
-      ratioGoal("rate >= inline's", '>=', ratio, 1, inline.median),
-      ratioGoal('CPU/delegation <= 2 × inline', '<=', ratioOf(cpuUsPerDelegation.worker, cpuUsPerDelegation.inline) ?? Infinity, 2),
+      ratioGoal('worker', "rate >= inline's", '>=', ratio, 1, inline.median),
+      ratioGoal('worker', 'CPU/delegation <= 2 × inline', '<=', ratioOf(cpuUsPerDelegation.worker, cpuUsPerDelegation.inline) ?? Infinity, 2),
+      ratioGoal('process', "rate >= 25 % of worker's", '>=', processRatio.worker ?? 0, 0.25, worker.median),
     ]
     return [
       {
@@ -104,10 +113,12 @@ export const s3: Scenario = {
         setup: { warmup, total, inFlight, rounds, steps: 1, pool },
         inline,
         worker,
+        process: proc,
         floor: await context.floor.throughput({ threads: pool.maxThreads, concurrentTasksPerWorker: pool.childrenPerWorker }),
         channelFloor: await context.channelFloor.throughput({ threads: pool.maxThreads }),
         workerModuleModel: figure(rates.workerModuleModel, 'higher'),
         ratio,
+        processRatio,
         goals,
         met: allMet(goals),
         extra: { cpuUsPerDelegation, ...latencyExtra(latencies) },
@@ -128,11 +139,12 @@ export const s4: Scenario = {
       { delayMs: latencyMs, chunks: toolCallResponse('call-1', 'burn', { iterations: 0 }) },
       { delayMs: latencyMs, chunks: textResponse('done') },
     ]
-    const { rates, latencies, cpu } = await pump(context, { warmup, total, inFlight, rounds, steps, pool, variants: ['inline', 'worker'] })
+    const { rates, latencies, cpu } = await pump(context, { warmup, total, inFlight, rounds, steps, pool, variants: ['inline', 'worker', 'process'] })
     const inline = figure(rates.inline, 'higher')
     const worker = figure(rates.worker, 'higher')
+    const proc = figure(rates.process, 'higher')
     const ratio = ratioOf(worker, inline) ?? 0
-    const goal = ratioGoal('>= 90 % of inline', '>=', ratio, 0.9, inline.median)
+    const goal = ratioGoal('worker', '>= 90 % of inline', '>=', ratio, 0.9, inline.median)
     return [
       {
         id: 'S4',
@@ -144,7 +156,9 @@ export const s4: Scenario = {
         setup: { warmup, total, inFlight, rounds, steps: 2, latencyMsPerStep: latencyMs, pool },
         inline,
         worker,
+        process: proc,
         ratio,
+        processRatio: processRatioOf({ inline, worker, process: proc }),
         goals: [goal],
         met: allMet([goal]),
         extra: { cpuUsPerDelegation: cpuFigures(cpu), ...latencyExtra(latencies) },
