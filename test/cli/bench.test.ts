@@ -38,27 +38,30 @@ const summary = {
 const MS = String.raw`\d+(?:\.\d+)? ms \(p99 [\d.]+\)`
 
 describe.concurrent('bench runs', () => {
-  it('bench --quick --only S1,S8 prints every transport side by side, each goal on its transport, and writes the JSON and the chart', async () => {
+  it('bench --quick --only S1,S8,S10 prints every transport side by side, each goal on its transport, and writes the JSON and the chart', async () => {
     const file = join(dir, 'bench.json')
     const svg = join(dir, 'bench.svg')
-    const { stdout, stderr } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S1,S8', '--json', file, '--svg', svg], {
+    const { stdout, stderr } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S1,S8,S10', '--json', file, '--svg', svg], {
       timeout: 40_000,
       env: { ...process.env, NO_COLOR: '1' },
     })
     expect(stdout).toMatch(/^scenario\s+inline\s+worker\s+process\s+piscina floor\s+channel floor\s+worker\/inline\s+process\/worker$/m)
     expect(stdout).toMatch(new RegExp(String.raw`^S1\s+${MS}\s+${MS}\s+${MS}\s+${MS}\s+${MS}\s+[\d.]+×\s+[\d.]+×$`, 'm'))
     expect(stdout).toMatch(new RegExp(String.raw`^S8\s+n/a\s+${MS}\s+${MS}\s+-\s+[\d.]+×$`, 'm'))
+    expect(stdout).toMatch(new RegExp(String.raw`^S10\s+${MS}\s+${MS}\s+${MS}\s+[\d.]+×\s+[\d.]+×$`, 'm'))
     // The goals table: one line per goal, the transport it is judged on named.
     expect(stdout).toMatch(/^scenario\s+transport\s+goal\s+figure\s+met\?$/m)
     expect(stdout).toMatch(/^S1\s+worker\s+p50 <= 0\.5 ms\s+[\d.]+ ms\s+(yes|NO)$/m)
     expect(stdout).toMatch(/^S8\s+worker\s+<= abortGraceMs \+ 50 ms \(250 ms\)\s+[\d.]+ ms\s+(yes|NO)$/m)
     expect(stdout).toMatch(/^S8\s+process\s+<= abortGraceMs \+ 50 ms \(250 ms\)\s+[\d.]+ ms\s+(yes|NO)$/m)
+    expect(stdout).not.toMatch(/^S10\s+(worker|process)\s/m) // S10 reports, with no goal
+    expect(stdout).toMatch(/S10 {2}cold start: .* Reported, no goal\./)
     expect(stderr).toBe('') // no progress bar when stderr is not a terminal
 
     const report = JSON.parse(await readFile(file, 'utf8'))
     expect(report.machine).toEqual(expect.objectContaining({ cores: expect.any(Number), cpuModel: expect.any(String), node: process.version }))
-    expect(report.scenarios.map((s: { id: string }) => s.id)).toEqual(['S1', 'S8'])
-    const [s1, s8] = report.scenarios
+    expect(report.scenarios.map((s: { id: string }) => s.id)).toEqual(['S1', 'S8', 'S10'])
+    const [s1, s8, s10] = report.scenarios
     expect(s1).toEqual(
       expect.objectContaining({
         id: 'S1',
@@ -89,12 +92,24 @@ describe.concurrent('bench runs', () => {
       ['worker', s8.worker.median, 250],
       ['process', s8.process.median, 250],
     ])
+    // S10: every transport's cold start, no goal.
+    expect(s10).toEqual(
+      expect.objectContaining({
+        unit: 'ms',
+        inline: expect.objectContaining(summary),
+        worker: expect.objectContaining(summary),
+        process: expect.objectContaining(summary),
+        goals: [],
+        met: true,
+      }),
+    )
 
     const chart = await readFile(svg, 'utf8')
     expect(chart).toMatch(/^<\?xml[^>]*>\s*<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/)
-    for (const id of ['S1', 'S8']) expect(chart).toContain(`>${id}<`)
+    for (const id of ['S1', 'S8', 'S10']) expect(chart).toContain(`>${id}<`)
     expect(chart).toContain('>process<') // a bar per row, and the legend
     expect(chart).toContain('goal (process): &lt;= abortGraceMs + 50 ms (250 ms)')
+    expect(chart).toContain('>no goal<')
   }, 40_000)
 
   // About 20 s: a batch streams for its ideal 2 s whatever its size, and the quick plan runs one
@@ -152,7 +167,7 @@ describe.concurrent('bench runs', () => {
 it('an unknown flag or scenario exits 2 with a clear message and runs nothing', async () => {
   for (const [args, message] of [
     [['--fast'], /unknown flag --fast/],
-    [['--only', 'S1,S10'], /unknown scenario "S10" in --only/],
+    [['--only', 'S1,S11'], /unknown scenario "S11" in --only/],
     [['--json'], /--json needs a value/],
   ] as const) {
     const failure = await run(process.execPath, [MAIN, 'bench', ...args], { timeout: 10_000 }).then(

@@ -1,7 +1,7 @@
 /** The `bench` command's flags: parsed strictly (node:util parseArgs), because a typo must not silently run (or skip) minutes of benchmarks. */
 import { parseArgs } from 'node:util'
 
-export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m'] as const
+export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m', 'S10'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
 
 export interface BenchArgs {

@@ -19,6 +19,8 @@ export interface Plan {
   abort: { rounds: number; graceMs: number }
   /** S9: `children` started at once, each streaming the fixed script of stream-script.ts, on a pool of `threads`. */
   stream: { children: number; threads: number; rounds: number }
+  /** S10: fresh hosts, one per transport a round, each timed to its first child's result. */
+  coldStart: { rounds: number }
 }
 
 export const FULL_PLAN: Plan = {
@@ -29,6 +31,7 @@ export const FULL_PLAN: Plan = {
   memory: { children: 1000, rounds: 3 },
   abort: { rounds: 10, graceMs: 200 },
   stream: { children: 1000, threads: 3, rounds: 3 },
+  coldStart: { rounds: 10 },
 }
 
 export const QUICK_PLAN: Plan = {
@@ -40,4 +43,5 @@ export const QUICK_PLAN: Plan = {
   abort: { rounds: 3, graceMs: 200 },
   // Fewer children, same stream (100 chunks at 20 ms): each batch still takes its ideal 2 s.
   stream: { children: 300, threads: 3, rounds: 1 },
+  coldStart: { rounds: 3 },
 }
