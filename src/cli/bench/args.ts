@@ -20,7 +20,7 @@ prints two tables: the figures (scenario, inline, worker, process, floors, worke
 process/worker) and the goals (scenario, transport, goal, figure, met?). A progress bar is drawn
 on stderr when it is a terminal.
 
-  --quick        smaller counts, noisier figures: the whole run takes a few minutes
+  --quick        fewer samples, same shapes: noisier figures in less time
   --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too
   --json FILE    write every figure, the raw samples and the machine to FILE
   --svg FILE     write a self-contained SVG chart of the figures of every transport to FILE
