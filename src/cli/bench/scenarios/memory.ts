@@ -3,9 +3,10 @@
  * (so every runner has imported the module and compiled the loop), reads memory, then holds
  * `children` delegations live on a pending model request and reads memory again.
  *
- * Two figures, both reported for every transport: RSS (the goal's figure: the whole host process,
- * worker heaps included, plus, for the process transport, the RSS of every runner process, which
- * the host cannot see and usage.ts reads from /proc) and the main thread's heap + external (what
+ * Two figures, both reported for every transport: RSS (the goal's figure: the whole host process's
+ * growth, worker heaps included; for the process transport also the whole RSS of every runner
+ * process, which the host cannot see and usage.ts reads from /proc: a runner's own ~40 MB is paid
+ * for its children) and the main thread's heap + external (what
  * the host itself keeps per child; the children's own heaps on worker threads or in runner
  * processes are not in it). Reads follow `global.gc()` in the host when it is exposed (the
  * command re-executes itself with `--expose-gc` for S7), so the host's garbage does not count as
@@ -30,11 +31,19 @@ interface Reading {
   heap: number
 }
 
-/** Per live delegation, in MB: the goal's RSS (host + runners), and its parts. */
+/** Per live delegation, in MB: the goal's RSS, and its parts. */
 interface PerChild {
+  /**
+   * The goal's figure. Inline and worker: the host's RSS growth. Process: the host's growth plus
+   * the runner processes' whole RSS, since a runner's own memory (Node, the package, the module)
+   * is paid for its children alone.
+   */
   rss: number | null
   hostRss: number
+  /** The runner processes' RSS growth alone (process transport). */
   runnersRss: number | null
+  /** The runner processes' whole RSS while the children are live, per child (process transport). */
+  runnersWhole: number | null
   heap: number
 }
 
@@ -92,7 +101,9 @@ async function liveRound(mode: Mode, children: number): Promise<PerChild> {
     const perChild = (after: number, was: number) => (after - was) / children / MB
     const runnersGrowth = during.runners === null || before.runners === null ? null : perChild(during.runners, before.runners)
     const hostRss = perChild(during.host, before.host)
-    return { rss: runnersGrowth === null ? null : hostRss + runnersGrowth, hostRss, runnersRss: runnersGrowth, heap: perChild(during.heap, before.heap) }
+    const runnersWhole = during.runners === null ? null : during.runners / children / MB
+    const rss = mode !== 'process' ? hostRss : runnersWhole === null ? null : hostRss + runnersWhole
+    return { rss, hostRss, runnersRss: runnersGrowth, runnersWhole, heap: perChild(during.heap, before.heap) }
   } finally {
     await bench.host.close()
   }
@@ -119,7 +130,7 @@ export const s7: Scenario = {
     const worker = rss('worker')!
     const proc = rss('process')
     const goals = [valueGoal('worker', '<= 1.5 MB (RSS, whole process)', '<=', worker.median, 1.5, 1.5)]
-    if (proc) goals.push(valueGoal('process', '<= 2 MB (RSS, host + runner processes)', '<=', proc.median, 2, 2))
+    if (proc) goals.push(valueGoal('process', '<= 2 MB (host growth + runner processes whole)', '<=', proc.median, 2, 2))
     const heap = (mode: Mode) => {
       const samples = readings[mode].map((reading) => reading.heap)
       return { ...summarize(samples), samples }
@@ -128,7 +139,7 @@ export const s7: Scenario = {
       {
         id: 'S7',
         title: `memory per live delegation at ${children.toLocaleString('en-US')} concurrent I/O-bound children`,
-        metric: 'MB (10^6 bytes) of RSS growth per live delegation (the process transport: host + runner processes)',
+        metric: "MB (10^6 bytes) of RSS growth per live delegation (the process transport: the host's growth plus the runner processes' whole RSS)",
         unit: 'MB',
         better: 'lower',
         model: HOST_MODEL,
@@ -149,9 +160,10 @@ export const s7: Scenario = {
             process: heap('process'),
           },
           processRssSplitMBPerDelegation: {
-            note: "the process transport's RSS growth per live delegation, the host's and the runner processes' apart",
+            note: "the process transport per live delegation: the host's RSS growth, the runner processes' growth, and their whole RSS (the goal counts the whole)",
             host: figure(readings.process.map((reading) => reading.hostRss), 'lower'),
             runners: figureOrNull(readings.process.map((reading) => reading.runnersRss)),
+            runnersWhole: figureOrNull(readings.process.map((reading) => reading.runnersWhole)),
           },
         },
       },
