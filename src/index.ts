@@ -1,5 +1,6 @@
 // The public surface (DESIGN.md): re-exports only.
 export { createHost, type Host, type HostOptions, type AgentInit } from './parent/host.js'
+export type { Transport } from './parent/transport.js'
 export type { SandboxOptions } from './parent/sandbox.js'
 export type { SubagentProvider, HostProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason, StructuredOf, PoolOptions } from './parent/types.js'
 export { SubagentDepthError } from './parent/depth.js'

@@ -24,7 +24,7 @@ import { settingsOf, type HostOptions, type HostSettings } from './settings.js'
 import { createProvider, hostClosed } from './provider.js'
 import type { DelegationRun, Mirror } from './run.js'
 import { checkSessionId, SessionWriter } from './store.js'
-import type { Transport } from './transport.js'
+import type { ChildTransport } from './transport.js'
 import type { HostProvider, Placement } from './types.js'
 import { openWorkerThread } from './worker-thread.js'
 
@@ -53,10 +53,11 @@ export interface Host {
 }
 
 /** Where children run: the host's thread, worker threads or child processes (one pool per depth). */
-function transportOf(settings: HostSettings, childEnvironment: () => AgentEnvironment, placement: () => Placement): Transport {
+function transportOf(settings: HostSettings, childEnvironment: () => AgentEnvironment, placement: () => Placement): ChildTransport {
   const { isolation, pool, agentModule, persona, maxParallelToolCalls, abortGraceMs, sandbox } = settings
+  const config = { maxParallelToolCalls, abortGraceMs, ...(agentModule ? { agentModule: agentModule.href } : {}), ...(persona === undefined ? {} : { persona }) }
+  if (settings.transport) return settings.transport.open({ abortGraceMs, config, placement })
   if (isolation === 'inline') return new InlineTransport(childEnvironment, persona)
-  const config = { maxParallelToolCalls, ...(agentModule ? { agentModule: agentModule.href } : {}), ...(persona === undefined ? {} : { persona }) }
   const { env, resourceLimits } = pool
   let open: OpenEndpoint
   if (isolation === 'worker') {

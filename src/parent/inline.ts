@@ -1,9 +1,9 @@
 /** The inline transport: the child's loop runs in the host's thread. The reference for every other transport. */
 import { composeChild, type ChildSpec } from '../agent/child.js'
 import type { AgentEnvironment } from '../agent/loop.js'
-import type { ChildHandle, ChildMirror, Transport } from './transport.js'
+import type { ChildHandle, ChildMirror, ChildTransport } from './transport.js'
 
-export class InlineTransport implements Transport {
+export class InlineTransport implements ChildTransport {
   readonly local = true
   readonly #env: () => AgentEnvironment
   readonly #persona: string | undefined

@@ -15,7 +15,7 @@ import { RemoteChild, RunnerLostError } from './remote-child.js'
 import type { OpenEndpoint } from './runner-site.js'
 import { RunnerPool } from './runner-pool.js'
 import type { PoolSettings } from './settings.js'
-import type { ChildHandle, ChildMirror, Transport } from './transport.js'
+import type { ChildHandle, ChildMirror, ChildTransport } from './transport.js'
 import type { Placement } from './types.js'
 
 export interface PoolTransportOptions {
@@ -31,7 +31,7 @@ export interface PoolTransportOptions {
 /** A start whose runner died under it (not of its own doing) tries once more on another runner. */
 const CREATE_ATTEMPTS = 2
 
-export class PoolTransport implements Transport {
+export class PoolTransport implements ChildTransport {
   readonly local = false
   readonly #options: PoolTransportOptions
   /** By delegation depth; depth 1 (children of top-level agents) starts warm. */

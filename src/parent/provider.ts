@@ -15,12 +15,12 @@ import { checkAgentOptions } from './options.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun, type Mirror } from './run.js'
 import type { SessionWriter } from './store.js'
-import type { ChildHandle, Transport } from './transport.js'
+import type { ChildHandle, ChildTransport } from './transport.js'
 import type { HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from './types.js'
 
 /** What a provider needs from its host. */
 export interface ProviderHost {
-  readonly transport: Transport
+  readonly transport: ChildTransport
   readonly lifecycle: Lifecycle
   /** Settles when the agent module is loaded; rejects if the host is closed or the module failed. */
   ready(): Promise<void>

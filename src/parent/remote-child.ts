@@ -15,7 +15,7 @@ import type { ToolDefinition } from '../agent/tools.js'
 import type { ChildSpec, RemoteToolDescriptor } from '../protocol/child.js'
 import type { ContentBlock } from '../protocol/content.js'
 import { fromWireError } from '../protocol/error.js'
-import type { RunnerMessage } from '../protocol/messages.js'
+import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
 import type { SessionEvent } from '../protocol/session.js'
 import { RpcServer } from '../protocol/rpc.js'
 import { cloneableReason } from '../protocol/values.js'
@@ -42,6 +42,19 @@ type Parting = 'runner-let-go' | 'drop' | 'runner-gone'
 export interface RemoteChildOptions {
   placement: Placement
   graceMs: number
+  /** The runner already holds the `create` message: it took it from a queue (a node). */
+  announced?: boolean
+}
+
+/** What builds the child on its runner: the spec and the host-placed models and tools it may call (a snapshot). */
+export function createMessage(spec: ChildSpec, placement: Placement): Extract<HostMessage, { type: 'create' }> {
+  return {
+    type: 'create',
+    child: spec.id,
+    spec,
+    hostModels: [...placement.models.keys()],
+    hostTools: [...placement.tools.values()].map(describeTool),
+  }
 }
 
 export class RemoteChild implements ChildHandle, ChannelChild {
@@ -66,13 +79,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#rpc = new RpcServer(spec.id, channel.outbox, hostCalls({ view: mirror.view, spec, placement: options.placement }))
     this.#created.promise.catch(() => {})
     channel.adopt(this)
-    channel.send({
-      type: 'create',
-      child: spec.id,
-      spec,
-      hostModels: [...options.placement.models.keys()],
-      hostTools: [...options.placement.tools.values()].map(describeTool),
-    })
+    if (!options.announced) channel.send(createMessage(spec, options.placement))
   }
 
   get busy(): boolean {
@@ -150,6 +157,10 @@ export class RemoteChild implements ChildHandle, ChannelChild {
         return this.#settle(message.structured ? { structured: message.structured } : {}, 'runner-let-go')
       case 'failed':
         return this.#settle({ fault: { stopReason: 'error', diagnostic: `the child's runner had to stop it: ${message.error.message}` } }, 'runner-let-go')
+      case 'ended': {
+        const fault = { stopReason: message.stopReason, diagnostic: message.diagnostic }
+        return this.#settle({ fault }, 'runner-let-go', () => new Error(fault.diagnostic))
+      }
       case 'rpc/call':
       case 'rpc/cancel':
         if (this.#phase !== 'running') return this.#violation(message.type)

@@ -7,7 +7,7 @@
  * here; what a runner is, is the endpoint's business.
  */
 import type { RunnerConfig } from '../protocol/messages.js'
-import type { RunnerChannel } from './channel.js'
+import type { Fault, RunnerChannel } from './channel.js'
 import { RunnerSite, type OpenEndpoint } from './runner-site.js'
 
 export interface RunnerPoolSettings {
@@ -86,14 +86,14 @@ export class RunnerPool {
     })
   }
 
-  /** Stops every runner (their children end `aborted`) and refuses every waiting start. */
-  async close(): Promise<void> {
+  /** Stops every runner (their children end with `fault`) and refuses every waiting start. */
+  async close(fault: Fault = { stopReason: 'aborted', diagnostic: 'the host was closed before the child finished' }): Promise<void> {
     this.#closed ??= new Error('the host was closed while the child waited for a slot')
     for (const waiter of this.#waiting.splice(0)) waiter.fail(this.#closed)
     clearInterval(this.#tick)
     this.#tick = undefined
     const runners = [...this.#runners]
-    for (const runner of runners) runner.stop({ stopReason: 'aborted', diagnostic: 'the host was closed before the child finished' })
+    for (const runner of runners) runner.stop(fault)
     await Promise.all(runners.map((runner) => runner.exit))
   }
 

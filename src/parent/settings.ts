@@ -9,6 +9,7 @@ import { agentModuleUrl } from '../agent/module-loader.js'
 import { integerOption, InvalidOptionError, MAX_TIMER_MS } from './options.js'
 import { checkSandbox, type SandboxOptions } from './sandbox.js'
 import { createMemoryStore, type SessionStore } from './store.js'
+import type { Transport } from './transport.js'
 import type { PoolOptions } from './types.js'
 
 export type Isolation = 'worker' | 'inline' | 'process'
@@ -16,6 +17,8 @@ export type Isolation = 'worker' | 'inline' | 'process'
 export interface HostOptions {
   /** Where children run: 'worker' (default), 'inline' (the host's thread) or 'process' (a sandboxed child process). */
   isolation?: Isolation
+  /** Instead of isolation: children run elsewhere, e.g. `bullmqTransport(...)` from 'subagent-worker/bullmq'. */
+  transport?: Transport
   /** ESM module (default export from defineAgentModule) with models, tools and hooks. */
   agentModule?: string | URL
   pool?: PoolOptions
@@ -43,6 +46,7 @@ export interface PoolSettings {
 
 export interface HostSettings {
   isolation: Isolation
+  transport: Transport | undefined
   agentModule: URL | undefined
   abortGraceMs: number
   store: SessionStore
@@ -52,7 +56,7 @@ export interface HostSettings {
   sandbox: SandboxOptions
 }
 
-const OPTION_KEYS = new Set(['isolation', 'agentModule', 'pool', 'sandbox', 'abortGraceMs', 'store', 'persona', 'maxParallelToolCalls'])
+const OPTION_KEYS = new Set(['isolation', 'transport', 'agentModule', 'pool', 'sandbox', 'abortGraceMs', 'store', 'persona', 'maxParallelToolCalls'])
 const POOL_KEYS = new Set(['minThreads', 'maxThreads', 'childrenPerWorker', 'idleTimeoutMs', 'maxQueue', 'resourceLimits', 'env'])
 const LIMIT_KEYS = new Set(['maxOldGenerationSizeMb', 'maxYoungGenerationSizeMb', 'codeRangeSizeMb', 'stackSizeMb'])
 /** A child process takes its heap caps as Node flags; these two have none. */
@@ -62,6 +66,7 @@ const ENV_NAME = /^[^=\0]+$/
 export function settingsOf(options: HostOptions): HostSettings {
   if (typeof options !== 'object' || options === null) throw new InvalidOptionError('createHost options', options, 'an object')
   knownKeys('', options, OPTION_KEYS, 'host option')
+  const transport = checkTransport(options)
   const isolation = options.isolation ?? 'worker'
   if (isolation !== 'worker' && isolation !== 'inline' && isolation !== 'process') throw new InvalidOptionError('isolation', isolation, "'worker', 'inline' or 'process'")
   if (options.sandbox !== undefined && isolation !== 'process') {
@@ -77,6 +82,7 @@ export function settingsOf(options: HostOptions): HostSettings {
   }
   return {
     isolation,
+    transport,
     agentModule: options.agentModule === undefined ? undefined : checkedModuleUrl(options.agentModule),
     abortGraceMs,
     store,
@@ -85,6 +91,21 @@ export function settingsOf(options: HostOptions): HostSettings {
     pool: poolSettings(options.pool ?? {}, isolation),
     sandbox: checkSandbox(options.sandbox ?? {}),
   }
+}
+
+/** A transport given instead of isolation runs its children elsewhere, with its own pool and sandbox. */
+function checkTransport(options: HostOptions): Transport | undefined {
+  const { transport } = options
+  if (transport === undefined) return undefined
+  if (typeof transport !== 'object' || transport === null || typeof transport.open !== 'function') {
+    throw new InvalidOptionError('transport', transport, "a transport made for createHost, such as bullmqTransport({ connection }) from 'subagent-worker/bullmq'")
+  }
+  for (const key of ['isolation', 'pool', 'sandbox'] as const) {
+    if (options[key] !== undefined) {
+      throw new InvalidOptionError(key, options[key], `left out when a transport is given (the ${transport.name} transport's runners are configured where they run)`)
+    }
+  }
+  return transport
 }
 
 function poolSettings(pool: PoolOptions, isolation: Isolation): PoolSettings {

@@ -7,7 +7,9 @@ import type { ChildSpec } from '../agent/child.js'
 import type { AgentView } from '../agent/view.js'
 import type { ContentBlock } from '../protocol/content.js'
 import type { SessionEvent } from '../protocol/session.js'
+import type { RunnerConfig } from '../protocol/messages.js'
 import type { ChildOutcome } from './result.js'
+import type { Placement } from './types.js'
 
 /** The host's copy of the child: what `host.agents` shows and host tools see as `exec.agent`. */
 export interface ChildMirror {
@@ -27,10 +29,30 @@ export interface ChildHandle {
   release(): Promise<void>
 }
 
-export interface Transport {
+/** Where children run, as the run driver sees it: inline, a pool of runners, nodes behind a queue. */
+export interface ChildTransport {
   /** True when children run in the host's own thread. */
   readonly local: boolean
   /** Builds an unpublished child. Rejects (leaving nothing behind) if building fails. */
   create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle>
   close(): Promise<void>
+}
+
+/** What the host gives a transport it was handed (`createHost({ transport })`) once its own options are settled. */
+export interface TransportContext {
+  abortGraceMs: number
+  /** What every runner of this host shares: the agent module's URL, the persona, the tool-call bound. */
+  config: RunnerConfig
+  /** The host-placed models and tools a child may call, snapshot per child. */
+  placement(): Placement
+}
+
+/**
+ * A transport made outside the host, for `createHost({ transport })`: `bullmqTransport(...)`
+ * from 'subagent-worker/bullmq'. Opened once, by the host that is given it.
+ */
+export interface Transport {
+  /** Names it in errors, e.g. 'bullmq'. */
+  readonly name: string
+  open(context: TransportContext): ChildTransport
 }

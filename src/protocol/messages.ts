@@ -1,8 +1,9 @@
 /**
- * The frame protocol between the host and a runner (the side that runs children: a worker thread
- * today, a child process or a node later). Wire-agnostic: a frame is an array of messages, sent
- * as one unit over anything that carries structured-clone data in order. Children are
- * multiplexed by id; each side sends at most one frame per event-loop turn (see Outbox).
+ * The frame protocol between the host and a runner (the side that runs children: a worker
+ * thread, a child process, or a node that relays to its own threads). Wire-agnostic: a frame is an
+ * array of messages, sent as one unit over anything that carries structured-clone data in order.
+ * Children are multiplexed by id; each side sends at most one frame per event-loop turn (see
+ * Outbox).
  *
  *   opening     runner → host `hello` {v}; host → runner `welcome` {v, config} first of all.
  *               Either side refuses a version it does not speak. The runner then loads the agent
@@ -10,10 +11,12 @@
  *   a child     host: create → publish; abort; drop (let go of a child that is not running, or
  *               that broke the protocol); rpc replies.
  *               runner: created | create-failed; events; rpc calls; idle (the one-shot turn is
- *               over and the runner let the child go); dropped (after a drop); failed.
+ *               over and the runner let the child go); dropped (after a drop); failed; ended
+ *               (a node: the thread it ran on is gone, and why).
  *   liveness    host: ping {n}; runner: pong {n}.
  *   going down  runner: crashed {error}, when an uncaught error is about to end it (a runner
  *               whose host cannot see the error itself, such as a child process).
+ *               host: bye, to a node: this host is done with it; let go of every child it placed.
  */
 import { ChildSpec, RemoteToolDescriptor } from './child.js'
 import { contentBlocks, type ContentBlockSchema } from './content.js'
@@ -25,7 +28,7 @@ import type { StreamChunkSchema } from './stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 3
+export const PROTOCOL_VERSION = 4
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -38,8 +41,10 @@ export const RunnerConfig = closed(
     /** The deployment persona. */
     persona: string,
     maxParallelToolCalls: { type: 'integer', minimum: 1 },
+    /** The host's cooperative-cancel budget: a node, which stops its own threads, enforces it. */
+    abortGraceMs: count,
   },
-  ['agentModule', 'persona'],
+  ['agentModule', 'persona', 'abortGraceMs'],
 )
 export type RunnerConfig = Wire<typeof RunnerConfig>
 
@@ -58,6 +63,8 @@ export const HostMessage = {
     RpcReturn,
     RpcFailure,
     variant('ping', { n: count }),
+    /** To a node, which holds children of many hosts: this host is gone for good (closed, or gave up on the node). */
+    variant('bye', {}),
   ]),
 } as const
 export type HostMessageSchema = typeof HostMessage
@@ -81,6 +88,8 @@ export const RunnerMessage = {
     variant('dropped', { child }),
     /** The runner had to give up on one child (a message of it could not be sent). */
     variant('failed', { child, error: WireError }),
+    /** A node's thread ended under the child (a crash, the grace running out): how it ended. */
+    variant('ended', { child, stopReason: { enum: ['error', 'aborted'] }, diagnostic: string }),
     RpcCall,
     RpcCancel,
     variant('pong', { n: count }),

@@ -72,7 +72,7 @@ export class RunnerChild {
     }
   }
 
-  receive(message: Exclude<HostMessage, { type: 'welcome' | 'create' | 'ping' }>): void {
+  receive(message: Exclude<HostMessage, { type: 'welcome' | 'create' | 'ping' | 'bye' }>): void {
     switch (message.type) {
       case 'publish':
         if (this.#state !== 'built') return this.#host.fatal(new ProtocolError(`the host published child ${this.id} while it was ${this.#state}`))

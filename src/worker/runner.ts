@@ -61,6 +61,8 @@ export class Runner {
         return this.#welcome(message)
       case 'ping':
         return this.#outbox.push({ type: 'pong', n: message.n })
+      case 'bye':
+        return // for a node, which holds the children of many hosts: this runner's one host ends it by ending its channel
       case 'create': {
         if (!this.#config || !this.#local) return this.#fatal(new ProtocolError('the host asked for a child before it welcomed this runner'))
         if (this.#children.has(message.child)) return this.#fatal(new ProtocolError(`the host created child ${message.child} twice`))
