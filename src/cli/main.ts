@@ -1,20 +1,23 @@
 #!/usr/bin/env node
 /** The `subagent-worker` command. */
-import { UsageError } from './bench/args.js'
 import { runBench } from './bench/index.js'
 import { runDemo } from './demo.js'
+import { UsageError } from './usage.js'
 
 const USAGE = `usage: subagent-worker <command>
 
 commands:
   demo     parallel delegations on worker threads with the scripted model (what npm start runs)
   bench    inline vs worker benchmarks with goals (what npm run bench runs; --help for its flags)
+  node     a worker node: runs children queued by hosts on BullMQ/Redis (needs bullmq and ioredis; --help)
 `
 
 const [command = 'demo', ...rest] = process.argv.slice(2)
 const commands: Record<string, (args: string[]) => Promise<void>> = {
   demo: () => runDemo(),
   bench: (args) => runBench(args),
+  // Loaded on demand: bullmq and ioredis are optional peers, needed by this command alone.
+  node: async (args) => (await import('./node.js')).runNode(args),
 }
 
 const run = commands[command]

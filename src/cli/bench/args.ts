@@ -1,5 +1,6 @@
 /** The `bench` command's flags: parsed strictly (node:util parseArgs), because a typo must not silently run (or skip) minutes of benchmarks. */
 import { parseArgs } from 'node:util'
+import { UsageError } from '../usage.js'
 
 export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m', 'S10'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
@@ -27,10 +28,6 @@ on stderr when it is a terminal.
   --help         this text
 `
 
-/** A bad command line: the caller prints the message and exits 2. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError'
-}
 
 const OPTIONS = {
   quick: { type: 'boolean' },

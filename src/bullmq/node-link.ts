@@ -1,0 +1,65 @@
+/**
+ * The host's link to one node: a runner channel carried over Redis. A node runs the children it
+ * took from the queue on its own threads; to the host it is one runner with many children, and,
+ * like a thread, nothing it sends is trusted (the channel checks every frame, each child every
+ * message, and a message about a child the host never queued is a violation).
+ *
+ * The host cannot see a node die: a heartbeat it leaves unanswered for `silenceMs` is its death.
+ * Stopping the link ends its children and says `bye`, so a node that is merely cut off lets go of
+ * them too once it hears again (or notices the host's silence first).
+ */
+import { RunnerChannel, type ChannelChild, type Culprit, type Fault, type RunnerKind } from '../parent/channel.js'
+import type { HostMessage, RunnerConfig } from '../protocol/messages.js'
+
+const KIND: RunnerKind = { noun: 'node', ended: 'given up on' }
+
+export interface NodeLinkOptions {
+  node: string
+  config: RunnerConfig
+  send(frame: HostMessage[]): void
+  /** A child the node took from the queue, adopted now; 'unwanted' when the host gave up on it. */
+  claim(child: string, channel: RunnerChannel): ChannelChild | 'unwanted' | undefined
+  ended(link: NodeLink): void
+}
+
+export class NodeLink {
+  readonly node: string
+  readonly channel: RunnerChannel
+  readonly #options: NodeLinkOptions
+  #ended = false
+
+  constructor(options: NodeLinkOptions) {
+    this.node = options.node
+    this.#options = options
+    this.channel = new RunnerChannel({
+      kind: KIND,
+      label: `node ${options.node}`,
+      config: options.config,
+      send: options.send,
+      kill: (fault, culprit) => this.stop(fault, culprit),
+      crashed: (error) => this.stop({ stopReason: 'error', diagnostic: `node ${options.node} crashed: ${error.message}` }),
+      changed: () => {},
+      claim: (child) => options.claim(child, this.channel),
+    })
+  }
+
+  receive(frame: unknown): void {
+    this.channel.receive(frame)
+  }
+
+  /** One heartbeat: a node silent for longer than `silenceMs` is gone; else it is pinged. */
+  check(now: number, silenceMs: number, why: () => string): void {
+    const silent = this.channel.silentFor(now)
+    if (silent <= silenceMs) return this.channel.ping(now)
+    this.stop({ stopReason: 'error', diagnostic: `node ${this.node} stopped answering for ${Math.round(silent)} ms (${why()}), so its children were given up` })
+  }
+
+  /** Ends every child on the node with `fault` (the culprit with its own) and tells the node to let them go. */
+  stop(fault: Fault, culprit?: Culprit): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.#options.send([{ type: 'bye' }])
+    this.channel.end(fault, culprit)
+    this.#options.ended(this)
+  }
+}

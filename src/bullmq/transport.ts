@@ -1,0 +1,293 @@
+/**
+ * The host's side of the BullMQ transport: children run on worker nodes (`subagent-worker node`)
+ * that take them from a BullMQ queue on Redis, one job per child.
+ *
+ *   start      the child's create message is a job in the queue of its depth; the start waits
+ *              there (BullMQ's waiting list is the back-pressure) until a node takes it. The
+ *              node's first word about the child claims it: the host adopts it on that node's
+ *              link, and the run goes on as on any runner (created, publish, events, rpc ...).
+ *   abort      while queued, the job is removed; if a node took it meanwhile, its claim is
+ *              refused and the node drops the child. After publication, as on threads: a
+ *              cooperative cancel, then the node terminates the thread after abortGraceMs.
+ *   failures   a node that stops answering the heartbeat is given up on within `nodeSilenceMs`;
+ *              a Redis command that does not answer in `redisTimeoutMs` fails the start that
+ *              waits on it (BullMQ and ioredis would retry forever); a dropped Redis connection
+ *              ends every link, since pub/sub may have lost frames while it was down.
+ */
+import { randomUUID } from 'node:crypto'
+import { Queue, type Job } from 'bullmq'
+import type { Redis } from 'ioredis'
+import type { ChildSpec } from '../protocol/child.js'
+import { childOf, PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
+import type { ChannelChild, RunnerChannel } from '../parent/channel.js'
+import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
+import { createMessage, RemoteChild } from '../parent/remote-child.js'
+import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportContext } from '../parent/transport.js'
+import type { Placement } from '../parent/types.js'
+import { NodeLink } from './node-link.js'
+import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
+import { childJob, decode, DEFAULT_QUEUE, encode, hostChannel, nodeChannel, queueName, validQueueName } from './wire.js'
+
+export interface BullmqTransportOptions {
+  /** Where Redis is: a `redis://` or `rediss://` URL, or ioredis options (credentials and TLS pass through). */
+  connection: RedisConnection
+  /** The queue the nodes serve (`subagent-worker node --queue`); default 'subagent-worker'. */
+  queue?: string
+  /** How long a Redis command may take before whatever waits on it fails; default 5000. */
+  redisTimeoutMs?: number
+  /** How long a node may leave the heartbeat unanswered before its children end `error`; default 3000. */
+  nodeSilenceMs?: number
+}
+
+interface Settings {
+  connection: RedisConnection
+  queue: string
+  redisTimeoutMs: number
+  nodeSilenceMs: number
+}
+
+/** A finished job leaves nothing behind in Redis; it is never retried (a child runs at most once). */
+const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const
+
+/** How often links are pinged and their silence judged. */
+const HEARTBEAT_MS = 500
+
+/** A node enforces the grace itself; the host steps in only if the node does not, this much later. */
+const NODE_GRACE_MARGIN_MS = 3000
+
+const TRANSPORT_KEYS = new Set(['connection', 'queue', 'redisTimeoutMs', 'nodeSilenceMs'])
+
+/** A transport for `createHost({ transport })`: children run on BullMQ worker nodes. */
+export function bullmqTransport(options: BullmqTransportOptions): Transport {
+  const settings = settingsOf(options)
+  let opened = false
+  return {
+    name: 'bullmq',
+    open(context) {
+      if (opened) throw new Error('a bullmqTransport() serves one host: make one per createHost()')
+      opened = true
+      return new BullmqTransport(settings, context)
+    },
+  }
+}
+
+function settingsOf(options: BullmqTransportOptions): Settings {
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('bullmqTransport options', options, 'an object with a connection')
+  for (const key of Object.keys(options)) {
+    if (!TRANSPORT_KEYS.has(key)) throw new InvalidOptionError(key, (options as unknown as Record<string, unknown>)[key], `a known bullmqTransport option (${[...TRANSPORT_KEYS].join(', ')})`)
+  }
+  const { connection, queue = DEFAULT_QUEUE } = options
+  if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null)) {
+    throw new InvalidOptionError('connection', connection, 'a redis:// or rediss:// URL, or ioredis options ({ host, port, password, tls })')
+  }
+  if (!validQueueName(queue)) throw new InvalidOptionError('queue', queue, 'a queue name of 1 to 100 letters, digits, dots, dashes or underscores')
+  return {
+    connection,
+    queue,
+    redisTimeoutMs: integerOption('redisTimeoutMs', options.redisTimeoutMs, 1, MAX_TIMER_MS) ?? 5000,
+    nodeSilenceMs: integerOption('nodeSilenceMs', options.nodeSilenceMs, HEARTBEAT_MS, MAX_TIMER_MS) ?? 3000,
+  }
+}
+
+/** A start waiting in the queue for a node to take it. */
+interface Queued {
+  spec: ChildSpec
+  mirror: ChildMirror
+  placement: Placement
+  job: Promise<Job> | undefined
+  claimed(child: RemoteChild): void
+  failed(error: unknown): void
+}
+
+class BullmqTransport implements ChildTransport {
+  readonly local = false
+  /** This host's address on Redis. */
+  readonly #id = randomUUID()
+  readonly #settings: Settings
+  readonly #context: TransportContext
+  readonly #publisher: Redis
+  readonly #subscriber: Redis
+  readonly #subscribed: Promise<unknown>
+  /** By name: depths past QUEUE_DEPTHS share one. */
+  readonly #queues = new Map<string, Queue>()
+  readonly #links = new Map<string, NodeLink>()
+  readonly #queued = new Map<string, Queued>()
+  /** Children given up on while queued whose job a node took before it could be removed. */
+  readonly #unwanted = new Set<string>()
+  readonly #heartbeat: NodeJS.Timeout
+  #lastRedisError: Error | undefined
+  #closing: Promise<void> | undefined
+
+  constructor(settings: Settings, context: TransportContext) {
+    this.#settings = settings
+    this.#context = context
+    this.#publisher = this.#client()
+    this.#subscriber = this.#client()
+    this.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => this.#receive(bytes))
+    this.#subscribed = this.#subscriber.subscribe(hostChannel(settings.queue, this.#id))
+    this.#subscribed.catch(() => {}) // surfaced by every start
+    this.#heartbeat = setInterval(() => this.#check(), HEARTBEAT_MS).unref()
+  }
+
+  async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
+    if (this.#closing) throw new Error('the host is closed: create a new host to start more subagents')
+    if (signal.aborted) throw signal.reason
+    // Nodes answer on this host's channel: it must be listened to before any node can learn of it.
+    await this.#redis(this.#subscribed, 'subscribe to its Redis channel')
+    const placement = this.#context.placement()
+    let claimed!: (child: RemoteChild) => void
+    let failed!: (error: unknown) => void
+    const taken = new Promise<RemoteChild>((resolve, reject) => ((claimed = resolve), (failed = reject)))
+    taken.catch(() => {}) // awaited below unless adding the job failed first
+    const queued: Queued = { spec, mirror, placement, job: undefined, claimed, failed }
+    this.#queued.set(spec.id, queued)
+    const onAbort = () => this.#giveUp(queued, signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      queued.job = this.#queue(spec.header.delegationDepth ?? 1).add('child', childJob(this.#id, createMessage(spec, placement)), JOB_OPTIONS)
+      queued.job.catch(() => {})
+      await Promise.race([this.#redis(queued.job, 'add the child to the queue'), taken])
+      const child = await taken
+      await child.created(signal)
+      return child
+    } catch (error) {
+      this.#giveUp(queued, error)
+      throw error
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  close(): Promise<void> {
+    return (this.#closing ??= this.#close())
+  }
+
+  async #close(): Promise<void> {
+    clearInterval(this.#heartbeat)
+    for (const queued of [...this.#queued.values()]) this.#giveUp(queued, new Error('the host was closed while the child waited in the queue'))
+    for (const link of [...this.#links.values()]) link.stop({ stopReason: 'aborted', diagnostic: 'the host was closed before the child finished' })
+    const bound = this.#settings.redisTimeoutMs
+    await Promise.allSettled([...this.#queues.values()].map((queue) => within(queue.close(), bound, () => 'queue close timed out')))
+    // QUIT answers after every command sent before it: the last frames (bye) reach Redis first.
+    await Promise.all([quit(this.#publisher, bound), quit(this.#subscriber, bound)])
+  }
+
+  /** Stops waiting for a queued start: its job is removed, or, if a node took it already, its claim will be refused. */
+  #giveUp(queued: Queued, reason: unknown): void {
+    const id = queued.spec.id
+    if (this.#queued.get(id) !== queued) return
+    this.#queued.delete(id)
+    queued.failed(reason)
+    if (!queued.job) return
+    this.#unwanted.add(id)
+    queued.job.then((job) => job.remove()).then(
+      () => this.#unwanted.delete(id),
+      () => {}, // taken by a node (a locked job cannot be removed), or Redis is gone: a claim is refused either way
+    )
+  }
+
+  /** A node's first word about a child: adopted on its link when still wanted. */
+  #claim(id: string, channel: RunnerChannel): ChannelChild | 'unwanted' | undefined {
+    const queued = this.#queued.get(id)
+    if (queued) {
+      this.#queued.delete(id)
+      const graceMs = this.#context.abortGraceMs + NODE_GRACE_MARGIN_MS
+      const child = new RemoteChild(queued.spec, queued.mirror, channel, { placement: queued.placement, graceMs, announced: true })
+      queued.claimed(child)
+      return child
+    }
+    return this.#unwanted.delete(id) ? 'unwanted' : undefined
+  }
+
+  #receive(bytes: Buffer): void {
+    if (this.#closing) return
+    const envelope = decode(bytes)
+    if (envelope instanceof Error) return // no sender to blame: a node whose frames are lost falls silent, and the heartbeat ends it
+    const { from, frame } = envelope
+    let link = this.#links.get(from)
+    if (!link) {
+      // A link opens with the node's hello; anything else is from a link already ended.
+      const hello = Array.isArray(frame) ? (frame[0] as { type?: unknown; v?: unknown } | undefined) : undefined
+      if (hello?.type !== 'hello') return
+      if (hello.v !== PROTOCOL_VERSION) return this.#refuse(from, frame as unknown[], hello.v)
+      link = this.#open(from)
+    }
+    link.receive(frame)
+  }
+
+  /** A node of another protocol version: the starts it speaks of fail with the reason, and it is told bye. */
+  #refuse(node: string, frame: unknown[], version: unknown): void {
+    const error = new Error(`node ${node} speaks frame protocol v${String(version)} but this host speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`)
+    for (const message of frame) {
+      const queued = this.#queued.get(childOf(message) ?? '')
+      if (queued) this.#giveUp(queued, error)
+    }
+    void this.#publisher.publish(nodeChannel(this.#settings.queue, node), encode(this.#id, [{ type: 'bye' }])).catch(() => {})
+  }
+
+  #open(node: string): NodeLink {
+    const target = nodeChannel(this.#settings.queue, node)
+    const link = new NodeLink({
+      node,
+      config: this.#context.config,
+      send: (frame: HostMessage[]) => void this.#publisher.publish(target, encode(this.#id, frame)).catch(() => {}),
+      claim: (child, channel) => this.#claim(child, channel),
+      ended: (ended) => {
+        if (this.#links.get(ended.node) === ended) this.#links.delete(ended.node)
+      },
+    })
+    this.#links.set(node, link)
+    return link
+  }
+
+  #check(): void {
+    const now = performance.now()
+    for (const link of [...this.#links.values()]) link.check(now, this.#settings.nodeSilenceMs, () => this.#silenceCause())
+  }
+
+  #silenceCause(): string {
+    const down = [this.#publisher, this.#subscriber].some((client) => client.status !== 'ready')
+    return down ? `this host cannot reach Redis at ${this.#where()}: ${this.#lastRedisError?.message ?? 'disconnected'}` : 'it was killed or cut off from Redis'
+  }
+
+  /** Frames may have been lost while a connection was down: every link over it is over. */
+  #connectionLost(): void {
+    if (this.#closing) return
+    const diagnostic = `this host lost its connection to Redis at ${this.#where()} (${this.#lastRedisError?.message ?? 'closed'}); frames to and from the node may have been lost, so the child was given up`
+    for (const link of [...this.#links.values()]) link.stop({ stopReason: 'error', diagnostic })
+  }
+
+  #client(): Redis {
+    const client = redisClient(this.#settings.connection)
+    client.on('error', (error: Error) => void (this.#lastRedisError = error))
+    client.on('close', () => this.#connectionLost())
+    return client
+  }
+
+  #queue(depth: number): Queue {
+    const name = queueName(this.#settings.queue, depth)
+    let queue = this.#queues.get(name)
+    if (!queue) {
+      queue = new Queue(name, { connection: this.#publisher })
+      queue.on('error', (error: Error) => void (this.#lastRedisError = error))
+      this.#queues.set(name, queue)
+    }
+    return queue
+  }
+
+  /** Waits on Redis at most redisTimeoutMs; a failure or a timeout names what could not be done, where, and why. */
+  async #redis<T>(promise: Promise<T>, what: string): Promise<T> {
+    const ms = this.#settings.redisTimeoutMs
+    const failed = `the host could not ${what} on Redis at ${this.#where()}`
+    try {
+      return await within(promise, ms, () => `${failed} within ${ms} ms (redisTimeoutMs): ${this.#lastRedisError?.message ?? 'no answer'}. Is Redis running and reachable?`)
+    } catch (error) {
+      if (error instanceof Error && error.message.startsWith(failed)) throw error
+      throw new Error(`${failed}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    }
+  }
+
+  #where(): string {
+    return describeRedis(this.#settings.connection)
+  }
+}

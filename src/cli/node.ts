@@ -1,0 +1,95 @@
+/** `subagent-worker node`: a worker node serving a BullMQ queue until SIGTERM or SIGINT. */
+import { parseArgs } from 'node:util'
+import { UsageError } from './usage.js'
+
+export const NODE_USAGE = `usage: subagent-worker node --redis URL [--queue NAME] [--max-threads N]
+                            [--children-per-worker M] [--agent-module URL]... [--name NAME]
+                            [--shutdown-ms MS]
+
+Takes child jobs that hosts (createHost({ transport: bullmqTransport(...) })) put in the queue
+and runs them on this machine's worker threads. Needs the bullmq and ioredis packages installed.
+
+  --redis URL              redis://[user:password@]host:port[/db], or rediss:// for TLS
+  --queue NAME             the queue to serve (default subagent-worker); hosts name the same
+  --max-threads N          worker threads per delegation depth (default 1.5 × cores)
+  --children-per-worker M  children sharing one thread (default 1)
+  --agent-module URL       an agent module hosts may name (createHost's agentModule), as a
+                           file URL or absolute path; repeat for several. The node loads no
+                           other code, and a host that names none gets none
+  --name NAME              how diagnostics name this node (default host-pid-random)
+  --shutdown-ms MS         on SIGTERM/SIGINT, how long running children may finish before
+                           they end aborted (default 10000)
+  --host-silence-ms MS     how long a host may be silent before its children are let go
+                           (default 5000)
+  --help                   this text
+`
+
+const OPTIONS = {
+  redis: { type: 'string' },
+  queue: { type: 'string' },
+  'max-threads': { type: 'string' },
+  'children-per-worker': { type: 'string' },
+  'agent-module': { type: 'string', multiple: true },
+  name: { type: 'string' },
+  'shutdown-ms': { type: 'string' },
+  'host-silence-ms': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
+export async function runNode(argv: string[]): Promise<void> {
+  let values: ReturnType<typeof parse>['values']
+  try {
+    values = parse(argv).values
+  } catch (error) {
+    throw new UsageError((error as Error).message)
+  }
+  if (values.help) return void process.stdout.write(NODE_USAGE)
+  if (!values.redis) throw new UsageError('--redis URL is required (for example --redis redis://127.0.0.1:6379)')
+  const { startNode } = await loadBullmq()
+  const shutdownMs = whole('--shutdown-ms', values['shutdown-ms']) ?? 10_000
+  const node = await startNode({
+    connection: values.redis,
+    ...(values.queue === undefined ? {} : { queue: values.queue }),
+    agentModules: values['agent-module'] ?? [],
+    pool: {
+      ...(values['max-threads'] === undefined ? {} : { maxThreads: whole('--max-threads', values['max-threads']) }),
+      ...(values['children-per-worker'] === undefined ? {} : { childrenPerWorker: whole('--children-per-worker', values['children-per-worker']) }),
+    },
+    ...(values.name === undefined ? {} : { name: values.name }),
+    ...(values['host-silence-ms'] === undefined ? {} : { hostSilenceMs: whole('--host-silence-ms', values['host-silence-ms']) }),
+  })
+  process.stdout.write(`node ${node.id} serving queue ${values.queue ?? 'subagent-worker'}, ${node.capacity} children per depth\n`)
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGTERM', stop)
+      process.off('SIGINT', stop)
+      process.stdout.write(`node ${node.id} shutting down: running children have ${shutdownMs} ms\n`)
+      void node.close(shutdownMs).then(resolve)
+    }
+    process.on('SIGTERM', stop)
+    process.on('SIGINT', stop)
+  })
+}
+
+function parse(argv: string[]) {
+  return parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false })
+}
+
+function whole(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined
+  const number = Number(value)
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number)) throw new UsageError(`${flag} must be a whole number, not ${JSON.stringify(value)}`)
+  return number
+}
+
+/** The node command is the one that needs the optional peers: say so plainly when they are missing. */
+async function loadBullmq(): Promise<typeof import('../bullmq/index.js')> {
+  try {
+    return await import('../bullmq/index.js')
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && /bullmq|ioredis/.test((error as Error).message)) {
+      throw new Error('the node command needs the bullmq and ioredis packages: npm install bullmq ioredis')
+    }
+    throw error
+  }
+}

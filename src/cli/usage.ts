@@ -1,0 +1,4 @@
+/** A bad command line: the caller prints the message and exits 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError'
+}
