@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Two worker nodes on Redis for the BullMQ transport's runs of the contract suite (skipped without Redis).
+    globalSetup: ['test/support/global-nodes.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
     // Two files at a time: most of a test's time is worker threads starting and waiting, so two

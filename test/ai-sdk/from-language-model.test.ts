@@ -168,7 +168,7 @@ describe.each(TRANSPORTS)('fromLanguageModel in an agent module [%s]', (transpor
     await run.dispose()
     expect(result).toMatchObject({
       stopReason: 'completed',
-      output: [{ type: 'text', text: `${spec} on a worker thread: ${transport === 'worker'}; module_echo=module says ping, add=5` }],
+      output: [{ type: 'text', text: `${spec} on a worker thread: ${transport === 'worker' || transport === 'bullmq'}; module_echo=module says ping, add=5` }],
     })
   })
 })

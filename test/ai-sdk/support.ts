@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { MockLanguageModelV3, convertArrayToReadableStream as toStream6 } from 'ai/test'
 import { MockLanguageModelV2, convertArrayToReadableStream as toStream5 } from 'ai5/test'
 import { createHost, type Host, type HostOptions } from 'subagent-worker'
-import type { TransportName } from '../support/harness.js'
+import { hostOptions, type TransportName } from '../support/harness.js'
 
 export const SPECS = ['v2', 'v3'] as const
 export type Spec = (typeof SPECS)[number]
@@ -115,7 +115,7 @@ const open: Host[] = []
 const NODE_MODULES = fileURLToPath(new URL('../../node_modules', import.meta.url))
 
 export function openHost(isolation: TransportName, options: Omit<HostOptions, 'isolation'> = {}): Host {
-  const host = createHost({ isolation, ...(isolation === 'process' ? { sandbox: { fsRead: [NODE_MODULES] } } : {}), ...options })
+  const host = createHost({ ...hostOptions(isolation), ...(isolation === 'process' ? { sandbox: { fsRead: [NODE_MODULES] } } : {}), ...options })
   open.push(host)
   return host
 }

@@ -6,14 +6,14 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { fileURLToPath } from 'node:url'
 import { createHost, InvalidOptionError, textResponse, type HostOptions } from 'subagent-worker'
-import { CONTRACT_MODULE, closeHosts, setup, TRANSPORTS } from '../support/harness.js'
+import { CONTRACT_MODULE, closeHosts, ISOLATIONS, setup } from '../support/harness.js'
 
 const BROKEN_MODULE = fileURLToPath(new URL('../fixtures/broken-module.mjs', import.meta.url))
 const NOT_A_MODULE = fileURLToPath(new URL('../fixtures/not-a-module.mjs', import.meta.url))
 
 afterEach(closeHosts)
 
-describe.each(TRANSPORTS)('host options [%s]', (isolation) => {
+describe.each(ISOLATIONS)('host options [%s]', (isolation) => {
   const refused = (options: object) => {
     try {
       createHost({ isolation, ...options } as HostOptions)

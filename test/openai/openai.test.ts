@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, defineTool, OpenAICompatibleModel, type Host, type OpenAICompatibleOptions } from 'subagent-worker'
-import { TRANSPORTS } from '../support/harness.js'
+import { hostOptions, TRANSPORTS } from '../support/harness.js'
 
 type Handler = (body: Record<string, unknown>, req: IncomingMessage, res: ServerResponse) => void
 const cleanups: Array<() => Promise<void>> = []
@@ -47,7 +47,7 @@ function sse(res: ServerResponse, chunks: object[], done = true): void {
 const text = (content: string, finish: string | null = null) => ({ choices: [{ delta: { content }, finish_reason: finish }] })
 
 function hostWith(transport: (typeof TRANSPORTS)[number], url: string, options: Partial<OpenAICompatibleOptions> = {}): Host {
-  const host = createHost({ isolation: transport })
+  const host = createHost(hostOptions(transport))
   cleanups.push(() => host.close())
   host.models.register('openai', new OpenAICompatibleModel({ baseUrl: url, apiKey: 'sk-test-key-0123456789', ...options }))
   return host
@@ -294,7 +294,7 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     process.env.OPENAI_API_KEY = 'sk-from-the-environment-0123456789'
     try {
       const api = await server([(_, __, res) => sse(res, [text('ok', 'stop')])])
-      const host = createHost({ isolation: transport })
+      const host = createHost(hostOptions(transport))
       cleanups.push(() => host.close())
       host.models.register('openai', new OpenAICompatibleModel({ baseUrl: api.url }))
       await delegate(host)

@@ -3,10 +3,19 @@
  * transport to TRANSPORTS is the only change a new transport needs here.
  */
 import { fileURLToPath } from 'node:url'
+import { inject } from 'vitest'
 import { createHost, ScriptedModel, type Host, type HostOptions, type ScriptEntry, type SessionEvent } from 'subagent-worker'
+import { bullmqTransport } from 'subagent-worker/bullmq'
 
-export const TRANSPORTS = ['inline', 'worker', 'process'] as const
-export type TransportName = (typeof TRANSPORTS)[number]
+export type TransportName = 'inline' | 'worker' | 'process' | 'bullmq'
+
+/** The shared worker nodes (test/support/global-nodes.ts); undefined when no Redis is reachable. */
+export const BULLMQ = inject('bullmq')
+
+/** Every transport; 'bullmq' (children on two worker nodes through Redis) when a Redis is reachable. */
+export const TRANSPORTS: readonly TransportName[] = BULLMQ ? ['inline', 'worker', 'process', 'bullmq'] : ['inline', 'worker', 'process']
+/** The host's own isolation modes (createHost's `isolation`), for what tests that option itself. */
+export const ISOLATIONS = ['inline', 'worker', 'process'] as const
 /** The transports that run children on pooled runners (threads, processes): where CONTRACT.md §8 applies. */
 export const POOLED = ['worker', 'process'] as const
 
@@ -24,12 +33,26 @@ const open: Host[] = []
 
 /** A host on `transport` with the contract module, a scripted model and a parent agent. */
 export function setup(transport: TransportName, script: ScriptEntry[] = [], options: Omit<HostOptions, 'isolation'> = {}): Fixture {
-  const host = createHost({ isolation: transport, agentModule: CONTRACT_MODULE, ...options })
+  const host = createHost({ ...hostOptions(transport), agentModule: CONTRACT_MODULE, ...withoutPool(transport, options) })
   open.push(host)
   const model = new ScriptedModel(script)
   host.models.register('scripted', model)
   const parent = host.createAgent({ options: { provider: 'scripted', model: 'scripted-1' } })
   return { host, model, parent }
+}
+
+/** What selects `transport` in createHost's options. */
+export function hostOptions(transport: TransportName): HostOptions {
+  if (transport !== 'bullmq') return { isolation: transport }
+  if (!BULLMQ) throw new Error('no Redis: the bullmq transport is not in TRANSPORTS')
+  return { transport: bullmqTransport({ connection: BULLMQ.redis, queue: BULLMQ.queue }) }
+}
+
+/** A node's threads are the node's: a host on the bullmq transport takes no pool option. */
+function withoutPool(transport: TransportName, options: Omit<HostOptions, 'isolation'>): Omit<HostOptions, 'isolation'> {
+  if (transport !== 'bullmq') return options
+  const { pool: _pool, ...rest } = options
+  return rest
 }
 
 /** Closes every host set up by this file's tests; call from afterEach. */

@@ -1,0 +1,107 @@
+/**
+ * Redis itself failing, on a redis-server of the test's own (never the shared one): a restart
+ * mid-run ends the running children with an error naming Redis, a start while it is down fails
+ * within redisTimeoutMs, and once it is back, delegation works again with nothing restarted. And
+ * credentials pass through: a password-protected Redis is reached with the password, refused
+ * without it.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createHost, ScriptedModel, textResponse, type Host, type ScriptEntry } from 'subagent-worker'
+import { bullmqTransport, startNode, type RedisConnection, type WorkerNode } from 'subagent-worker/bullmq'
+import { redisReachable } from '../support/redis.js'
+
+const CONTRACT_MODULE = fileURLToPath(new URL('../fixtures/contract-module.mjs', import.meta.url))
+const HAVE_SERVER = spawnSync('redis-server', ['--version']).status === 0
+if (!HAVE_SERVER && process.env.CI) throw new Error('CI is set, so the Redis fault tests must run, but redis-server is not on PATH (apt install redis-server)')
+
+const servers: ChildProcess[] = []
+const nodes: WorkerNode[] = []
+const hosts: Host[] = []
+afterEach(async () => {
+  await Promise.all(hosts.splice(0).map((host) => host.close()))
+  await Promise.all(nodes.splice(0).map((node) => node.close(0)))
+  for (const server of servers.splice(0)) server.kill('SIGKILL')
+})
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** A redis-server of this test's own on `port`, keeping nothing on disk; resolves once it answers. */
+async function redisServer(port: number, password?: string): Promise<ChildProcess> {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...(password ? ['--requirepass', password] : [])]
+  const server = spawn('redis-server', args, { stdio: 'ignore' })
+  servers.push(server)
+  const url = password ? `redis://:${password}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`
+  for (let tries = 0; !(await redisReachable(url)); tries++) {
+    if (tries > 100) throw new Error(`redis-server on port ${port} did not answer`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return server
+}
+
+async function stopServer(server: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => server.once('exit', resolve))
+  server.kill('SIGKILL')
+  await exited
+}
+
+function hostOn(connection: RedisConnection, script: ScriptEntry[] = []) {
+  const host = createHost({ transport: bullmqTransport({ connection, queue: 'own', redisTimeoutMs: 1000, nodeSilenceMs: 1000 }), agentModule: CONTRACT_MODULE })
+  hosts.push(host)
+  host.models.register('scripted', new ScriptedModel(script))
+  return { host, parent: host.createAgent({ options: { provider: 'scripted', model: 'm' } }) }
+}
+
+describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', () => {
+  it('Redis restarting mid-run ends the child error naming Redis; a start while it is down fails in time; afterwards all works again', async () => {
+    const port = await freePort()
+    let server = await redisServer(port)
+    const url = `redis://127.0.0.1:${port}`
+    nodes.push(await startNode({ connection: url, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1, childrenPerWorker: 2 }, log: () => {} }))
+    const { host, parent } = hostOn(url, ['hang', textResponse('back again')])
+    const run = await host.spawn.start({ prompt: 'wait', parent })
+    // The child streamed its 'partial' and waits: it is running when Redis goes.
+    while (!host.agents.get(run.id)!.session.events.some((event) => event.type === 'assistant/chunk')) await new Promise((resolve) => setTimeout(resolve, 20))
+
+    await stopServer(server)
+    const result = await run.result
+    expect(result.stopReason).toBe('error')
+    expect(result.diagnostic).toMatch(new RegExp(`this host lost its connection to Redis at redis://127\\.0\\.0\\.1:${port}|cannot reach Redis at redis://127\\.0\\.0\\.1:${port}`))
+    await run.dispose()
+
+    await expect(host.spawn.start({ prompt: 'while down', parent })).rejects.toThrow(new RegExp(`on Redis at redis://127\\.0\\.0\\.1:${port} within 1000 ms \\(redisTimeoutMs\\)`))
+
+    server = await redisServer(port)
+    // ioredis reconnects on its own, the node's BullMQ workers too: the next start just works.
+    let answer: unknown
+    for (let tries = 0; answer === undefined; tries++) {
+      try {
+        answer = await host.spawn.run({ prompt: 'again', parent })
+      } catch (error) {
+        if (tries > 20) throw error
+        await new Promise((resolve) => setTimeout(resolve, 250))
+      }
+    }
+    expect(answer).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'back again' }] })
+  })
+
+  it('credentials pass through: a password-protected Redis is used with the password and refused without', async () => {
+    const port = await freePort()
+    await redisServer(port, 's3cret')
+    nodes.push(await startNode({ connection: { host: '127.0.0.1', port, password: 's3cret' }, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, log: () => {} }))
+    const { host, parent } = hostOn(`redis://:s3cret@127.0.0.1:${port}`, [textResponse('authenticated')])
+    expect(await host.spawn.run({ prompt: 'hi', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'authenticated' }] })
+
+    const { host: stranger, parent: nobody } = hostOn(`redis://127.0.0.1:${port}`, [textResponse('never')])
+    await expect(stranger.spawn.start({ prompt: 'hi', parent: nobody })).rejects.toThrow(/the host could not subscribe to its Redis channel on Redis at redis:\/\/127\.0\.0\.1:\d+.*NOAUTH/)
+    await expect(startNode({ connection: { host: '127.0.0.1', port }, queue: 'own', redisTimeoutMs: 1000, log: () => {} })).rejects.toThrow(/could not reach Redis .*NOAUTH/)
+  })
+})
