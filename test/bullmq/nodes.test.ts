@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, it } from 'vitest'
 import { createHost, ScriptedModel, textOf, textResponse, toolCallResponse, type Host, type ModelRequest, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
 import { BULLMQ } from '../support/harness.js'
@@ -21,30 +21,41 @@ const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', impor
 const HOST_DIES = fileURLToPath(new URL('../fixtures/remote-host-dies.mjs', import.meta.url))
 const REDIS = BULLMQ?.redis ?? ''
 
-const nodes: TestNode[] = []
-const hosts: Host[] = []
-afterEach(async () => {
-  await Promise.all(hosts.splice(0).map((host) => host.close()))
-  await Promise.all(nodes.splice(0).map((node) => node.stop()))
-})
+/** What one test started, stopped when it ends: the tests run concurrently, each on a queue and nodes of its own. */
+class Scope {
+  readonly nodes: TestNode[] = []
+  readonly hosts: Host[] = []
+
+  async close(): Promise<void> {
+    await Promise.all(this.hosts.map((host) => host.close()))
+    await Promise.all(this.nodes.map((node) => node.stop()))
+  }
+
+  async node(queue: string, options: { maxThreads?: number; childrenPerWorker?: number; extra?: string[] } = {}): Promise<TestNode> {
+    const started = await startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: options.maxThreads ?? 1, childrenPerWorker: options.childrenPerWorker ?? 2, ...(options.extra ? { extra: options.extra } : {}) })
+    this.nodes.push(started)
+    return started
+  }
+
+  host(queue: string, script: ScriptEntry[] = [], options: { abortGraceMs?: number; nodeSilenceMs?: number } = {}) {
+    const { nodeSilenceMs, ...rest } = options
+    const made = createHost({ transport: bullmqTransport({ connection: REDIS, queue, ...(nodeSilenceMs ? { nodeSilenceMs } : {}) }), agentModule: FAULT_MODULE, ...rest })
+    this.hosts.push(made)
+    const model = new ScriptedModel(script)
+    made.models.register('scripted', model)
+    const parent = made.createAgent({ options: { provider: 'scripted', model: 'm' } })
+    return { host: made, model, parent }
+  }
+}
+
+/** A scope for the running test, closed when it finishes. */
+function scope(onTestFinished: (fn: () => Promise<void>) => void): Scope {
+  const made = new Scope()
+  onTestFinished(() => made.close())
+  return made
+}
 
 const freshQueue = () => `t-${randomBytes(4).toString('hex')}`
-
-async function node(queue: string, options: { maxThreads?: number; childrenPerWorker?: number; extra?: string[] } = {}): Promise<TestNode> {
-  const started = await startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: options.maxThreads ?? 1, childrenPerWorker: options.childrenPerWorker ?? 2, ...(options.extra ? { extra: options.extra } : {}) })
-  nodes.push(started)
-  return started
-}
-
-function host(queue: string, script: ScriptEntry[] = [], options: { abortGraceMs?: number; nodeSilenceMs?: number } = {}) {
-  const { nodeSilenceMs, ...rest } = options
-  const made = createHost({ transport: bullmqTransport({ connection: REDIS, queue, ...(nodeSilenceMs ? { nodeSilenceMs } : {}) }), agentModule: FAULT_MODULE, ...rest })
-  hosts.push(made)
-  const model = new ScriptedModel(script)
-  made.models.register('scripted', model)
-  const parent = made.createAgent({ options: { provider: 'scripted', model: 'm' } })
-  return { host: made, model, parent }
-}
 
 /** A model that has the child call the module tool `where`, holds it `holdMs`, then answers with the tool's result. */
 function whereThenAnswer(holdMs: number): ScriptEntry {
@@ -76,11 +87,12 @@ async function waiting(queue: string): Promise<number> {
   }
 }
 
-describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', () => {
-  it('children spread over both nodes; each node runs at most its capacity, the rest wait in the queue', async () => {
+describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
+  it('children spread over both nodes; each node runs at most its capacity, the rest wait in the queue', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
     const queue = freshQueue()
-    const [a, b] = await Promise.all([node(queue), node(queue)])
-    const { host: h, parent } = host(queue, Array.from({ length: 20 }, () => whereThenAnswer(400)))
+    const [a, b] = await Promise.all([my.node(queue), my.node(queue)])
+    const { host: h, parent } = my.host(queue, Array.from({ length: 20 }, () => whereThenAnswer(1500)))
     // Capacity: 2 nodes × 1 thread × 2 children. Six starts: four run, two wait in the queue.
     const starts = Array.from({ length: 6 }, () => h.spawn.start({ prompt: 'where are you?', parent }))
     const started: unknown[] = []
@@ -95,10 +107,11 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', () => {
     expect(new Set(pids)).toEqual(new Set([a.process.pid, b.process.pid]))
   })
 
-  it('an abort while queued removes the job; dispose() frees the slot for the next', async () => {
+  it('an abort while queued removes the job; dispose() frees the slot for the next', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
     const queue = freshQueue()
-    await node(queue, { childrenPerWorker: 1 })
-    const { host: h, parent } = host(queue, ['hang', textResponse('second')])
+    await my.node(queue, { childrenPerWorker: 1 })
+    const { host: h, parent } = my.host(queue, ['hang', textResponse('second')])
     const first = await h.spawn.start({ prompt: 'hold', parent })
     const controller = new AbortController()
     const queued = h.spawn.start({ prompt: 'never runs', parent, signal: controller.signal })
@@ -113,10 +126,11 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', () => {
     await run.dispose()
   })
 
-  it('after an abort the node gives a stuck child abortGraceMs, then terminates its thread', async () => {
+  it('after an abort the node gives a stuck child abortGraceMs, then terminates its thread', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
     const queue = freshQueue()
-    const n = await node(queue)
-    const { host: h, parent } = host(queue, [toolCallResponse('s', 'spin', {})], { abortGraceMs: 300 })
+    const n = await my.node(queue)
+    const { host: h, parent } = my.host(queue, [toolCallResponse('s', 'spin', {})], { abortGraceMs: 300 })
     const controller = new AbortController()
     const run = await h.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
     // The tool call is on the host (module code runs once the events before it are sent): the tool spins now.
@@ -128,20 +142,22 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', () => {
     expect(result.diagnostic).toBe(`the child did not stop within abortGraceMs (300 ms) of being cancelled, so its worker thread on node ${n.id} was terminated`)
   })
 
-  it('a thread that dies on a node ends its child error, naming the cause; the node goes on', async () => {
+  it('a thread that dies on a node ends its child error, naming the cause; the node goes on', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
     const queue = freshQueue()
-    await node(queue)
-    const { host: h, parent } = host(queue, [toolCallResponse('x', 'exit', { code: 7 }), textResponse('after')])
+    await my.node(queue)
+    const { host: h, parent } = my.host(queue, [toolCallResponse('x', 'exit', { code: 7 }), textResponse('after')])
     const result = await h.spawn.run({ prompt: 'exit', parent })
     expect(result.stopReason).toBe('error')
     expect(result.diagnostic).toMatch(/the child's worker thread exited with code 7/)
     expect(await h.spawn.run({ prompt: 'again', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'after' }] })
   })
 
-  it('a node killed with SIGKILL: its children end error naming the node, with everything they emitted kept', async () => {
+  it('a node killed with SIGKILL: its children end error naming the node, with everything they emitted kept', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
     const queue = freshQueue()
-    const n = await node(queue)
-    const { host: h, parent } = host(queue, ['hang'], { nodeSilenceMs: 1000 })
+    const n = await my.node(queue)
+    const { host: h, parent } = my.host(queue, ['hang'], { nodeSilenceMs: 1000 })
     const run = await h.spawn.start({ prompt: 'stream then wait', parent })
     await waitFor(() => (h.agents.get(run.id)?.session.events ?? []).some((event) => event.type === 'assistant/chunk'))
     const killedAt = performance.now()
@@ -157,24 +173,26 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', () => {
     console.log(`a SIGKILLed node's child settled ${Math.round(settledMs)} ms after the kill (nodeSilenceMs 1000)`)
   })
 
-  it('a host that dies leaves no orphans: its node notices the silence and frees the slots', async () => {
+  it('a host that dies leaves no orphans: its node notices the silence and frees the slots', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
     const queue = freshQueue()
-    await node(queue, { childrenPerWorker: 1, extra: ['--host-silence-ms', '1000'] })
+    await my.node(queue, { childrenPerWorker: 1, extra: ['--host-silence-ms', '1000'] })
     const doomed = spawn(process.execPath, [HOST_DIES, REDIS, queue, FAULT_MODULE], { stdio: ['ignore', 'pipe', 'inherit'] })
     let said = ''
     doomed.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()))
     await waitFor(() => said.includes('running'))
     doomed.kill('SIGKILL')
     // The only slot is the dead host's child's until the node lets it go.
-    const { host: h, parent } = host(queue, [textResponse('the slot is free')])
+    const { host: h, parent } = my.host(queue, [textResponse('the slot is free')])
     expect(await h.spawn.run({ prompt: 'hi', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'the slot is free' }] })
   })
 
-  it('SIGTERM: the node takes no new job, lets running children finish, then ends the rest aborted', async () => {
+  it('SIGTERM: the node takes no new job, lets running children finish, then ends the rest aborted', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
     const queue = freshQueue()
-    const n = await node(queue, { extra: ['--shutdown-ms', '600'] })
+    const n = await my.node(queue, { extra: ['--shutdown-ms', '2000'] })
     const slow: ScriptEntry = { delayMs: 200, chunks: textResponse('finished in time') }
-    const { host: h, parent } = host(queue, [slow, 'hang'])
+    const { host: h, parent } = my.host(queue, [slow, 'hang'])
     const [finishing, stuck] = await Promise.all([h.spawn.start({ prompt: 'a', parent }), h.spawn.start({ prompt: 'b', parent })])
     n.process.kill('SIGTERM')
     const [done, cut] = await Promise.all([finishing.result, stuck.result])
@@ -186,11 +204,12 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', () => {
     expect(n.process.exitCode).toBe(0)
   })
 
-  it('a node takes jobs from its own queue only', async () => {
+  it('a node takes jobs from its own queue only', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
     const served = freshQueue()
-    await node(served)
+    await my.node(served)
     const other = freshQueue()
-    const { host: h, parent } = host(other, [textResponse('never')])
+    const { host: h, parent } = my.host(other, [textResponse('never')])
     const controller = new AbortController()
     const start = h.spawn.start({ prompt: 'anyone?', parent, signal: controller.signal })
     await waitFor(async () => (await waiting(other)) === 1)
@@ -200,9 +219,10 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', () => {
     await expect(start).rejects.toBeDefined()
   })
 
-  it('a node of another protocol version is refused: the start fails saying so', async () => {
+  it('a node of another protocol version is refused: the start fails saying so', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
     const queue = freshQueue()
-    const { host: h, parent } = host(queue, [textResponse('never')])
+    const { host: h, parent } = my.host(queue, [textResponse('never')])
     // A node of frame protocol v3 that somehow took the job: it says hello in its version.
     const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
     const publisher = new Redis(REDIS)
