@@ -3,24 +3,15 @@
  * they point at a port nobody listens on, where every wait must end in a clear error within
  * redisTimeoutMs instead of BullMQ's and ioredis's retrying forever.
  */
-import { createServer } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, InvalidOptionError, ScriptedModel, textResponse, type Host } from 'subagent-worker'
 import { bullmqTransport, startNode } from 'subagent-worker/bullmq'
+import { freePort } from '../support/redis.js'
 
 const hosts: Host[] = []
 afterEach(async () => {
   await Promise.all(hosts.splice(0).map((host) => host.close()))
 })
-
-/** A loopback port with nobody listening on it. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 describe('bullmqTransport options', () => {
   it.each([
@@ -53,7 +44,7 @@ describe('bullmqTransport options', () => {
   })
 
   it('one transport serves one host', async () => {
-    const transport = bullmqTransport({ connection: `redis://127.0.0.1:${await closedPort()}`, redisTimeoutMs: 200 })
+    const transport = bullmqTransport({ connection: `redis://127.0.0.1:${await freePort()}`, redisTimeoutMs: 200 })
     hosts.push(createHost({ transport }))
     expect(() => createHost({ transport })).toThrow('a bullmqTransport() serves one host: make one per createHost()')
   })
@@ -61,7 +52,7 @@ describe('bullmqTransport options', () => {
 
 describe('bullmq transport without a Redis', () => {
   it('a start fails within redisTimeoutMs, naming Redis and where it was looked for; close() does not hang', async () => {
-    const port = await closedPort()
+    const port = await freePort()
     const host = createHost({ transport: bullmqTransport({ connection: `redis://127.0.0.1:${port}`, redisTimeoutMs: 300 }) })
     hosts.push(host)
     host.models.register('scripted', new ScriptedModel([textResponse('never')]))
@@ -76,7 +67,7 @@ describe('bullmq transport without a Redis', () => {
   })
 
   it('a node that cannot reach Redis fails to start within its bound, naming Redis', async () => {
-    const port = await closedPort()
+    const port = await freePort()
     const error = await startNode({ connection: { host: '127.0.0.1', port }, redisTimeoutMs: 300, name: 'lonely' }).then(
       () => undefined,
       (reason: unknown) => reason as Error,

@@ -6,12 +6,11 @@
  * without it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, ScriptedModel, textResponse, type Host, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport, startNode, type RedisConnection, type WorkerNode } from 'subagent-worker/bullmq'
-import { redisReachable } from '../support/redis.js'
+import { freePort, redisReachable } from '../support/redis.js'
 
 const CONTRACT_MODULE = fileURLToPath(new URL('../fixtures/contract-module.mjs', import.meta.url))
 const HAVE_SERVER = spawnSync('redis-server', ['--version']).status === 0
@@ -25,14 +24,6 @@ afterEach(async () => {
   await Promise.all(nodes.splice(0).map((node) => node.close(0)))
   for (const server of servers.splice(0)) server.kill('SIGKILL')
 })
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /** A redis-server of this test's own on `port`, keeping nothing on disk; resolves once it answers. */
 async function redisServer(port: number, password?: string): Promise<ChildProcess> {

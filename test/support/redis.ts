@@ -2,6 +2,7 @@
  * Whether the BullMQ tests can run: a Redis at REDIS_URL (default redis://127.0.0.1:6379). Without
  * one they skip and say how to run them, so `npm test` passes on a laptop; with CI set they must run.
  */
+import { createServer } from 'node:net'
 import { Redis } from 'ioredis'
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -20,4 +21,13 @@ export async function redisReachable(url = REDIS_URL): Promise<boolean> {
   } finally {
     client.disconnect()
   }
+}
+
+/** A loopback port nobody listens on (for a redis-server of a test's own, or for a Redis that is not there). */
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
 }
