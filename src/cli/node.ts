@@ -3,8 +3,9 @@ import { parseArgs } from 'node:util'
 import { UsageError } from './usage.js'
 
 export const NODE_USAGE = `usage: subagent-worker node --redis URL [--queue NAME] [--max-threads N]
-                            [--children-per-worker M] [--agent-module URL]... [--name NAME]
-                            [--shutdown-ms MS]
+                            [--min-threads N] [--idle-timeout-ms MS] [--children-per-worker M]
+                            [--agent-module URL]... [--name NAME] [--shutdown-ms MS]
+                            [--host-silence-ms MS]
 
 Takes child jobs that hosts (createHost({ transport: bullmqTransport(...) })) put in the queue
 and runs them on this machine's worker threads. Needs the bullmq and ioredis packages installed.
@@ -12,6 +13,9 @@ and runs them on this machine's worker threads. Needs the bullmq and ioredis pac
   --redis URL              redis://[user:password@]host:port[/db], or rediss:// for TLS
   --queue NAME             the queue to serve (default subagent-worker); hosts name the same
   --max-threads N          worker threads per delegation depth (default 1.5 × cores)
+  --min-threads N          threads kept warm for the first depth (default cores / 2)
+  --idle-timeout-ms MS     threads above --min-threads with no children exit after this
+                           (default 10000)
   --children-per-worker M  children sharing one thread (default 1)
   --agent-module URL       an agent module hosts may name (createHost's agentModule), as a
                            file URL or absolute path; repeat for several. The node loads no
@@ -28,6 +32,8 @@ const OPTIONS = {
   redis: { type: 'string' },
   queue: { type: 'string' },
   'max-threads': { type: 'string' },
+  'min-threads': { type: 'string' },
+  'idle-timeout-ms': { type: 'string' },
   'children-per-worker': { type: 'string' },
   'agent-module': { type: 'string', multiple: true },
   name: { type: 'string' },
@@ -52,8 +58,10 @@ export async function runNode(argv: string[]): Promise<void> {
     ...(values.queue === undefined ? {} : { queue: values.queue }),
     agentModules: values['agent-module'] ?? [],
     pool: {
-      ...(values['max-threads'] === undefined ? {} : { maxThreads: whole('--max-threads', values['max-threads']) }),
-      ...(values['children-per-worker'] === undefined ? {} : { childrenPerWorker: whole('--children-per-worker', values['children-per-worker']) }),
+      maxThreads: whole('--max-threads', values['max-threads']),
+      minThreads: whole('--min-threads', values['min-threads']),
+      idleTimeoutMs: whole('--idle-timeout-ms', values['idle-timeout-ms']),
+      childrenPerWorker: whole('--children-per-worker', values['children-per-worker']),
     },
     ...(values.name === undefined ? {} : { name: values.name }),
     ...(values['host-silence-ms'] === undefined ? {} : { hostSilenceMs: whole('--host-silence-ms', values['host-silence-ms']) }),
