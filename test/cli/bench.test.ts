@@ -2,8 +2,10 @@
  * The bench command's smoke test. Goals are never asserted (timings are noisy on a shared
  * machine); what is checked is that a run completes, prints every transport's column and every
  * goal with its transport, and that its JSON has every figure a reader or a script relies on, and
- * that a bad command line fails fast with exit 2. The two runs go side by side: each is a child
- * process of its own, and the S9 one spends most of its time waiting on paced streams.
+ * that a bad command line fails fast with exit 2. The runs go side by side: each is a child
+ * process of its own, and the S9 one spends most of its time waiting on paced streams. The
+ * remote column (BullMQ worker nodes on Redis) is checked on S2 alone, when a Redis answers; the
+ * other runs leave it out with --no-remote, which is how they check that it is left out.
  */
 import { execFile } from 'node:child_process'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
@@ -11,7 +13,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { REDIS_URL, redisReachable } from '../support/redis.js'
 
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
 const run = promisify(execFile)
@@ -37,12 +41,23 @@ const summary = {
 /** A table cell: `median (p99 x)` in ms. */
 const MS = String.raw`\d+(?:\.\d+)? ms \(p99 [\d.]+\)`
 
+/** Whether a process is still there (signal 0 only asks). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM'
+  }
+}
+
 describe.concurrent('bench runs', () => {
-  it('bench --quick --only S1,S8,S10 prints every transport side by side, each goal on its transport, and writes the JSON and the chart', async () => {
+  it('bench --quick --only S1,S8,S10 --no-remote prints every local transport side by side, each goal on its transport, no remote column, and writes the JSON and the chart', async () => {
     const file = join(dir, 'bench.json')
     const svg = join(dir, 'bench.svg')
-    const { stdout, stderr } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S1,S8,S10', '--json', file, '--svg', svg], {
-      timeout: 40_000,
+    const { stdout, stderr } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S1,S8,S10', '--no-remote', '--json', file, '--svg', svg], {
+      // About 30 s beside the other runs on two cores.
+      timeout: 60_000,
       env: { ...process.env, NO_COLOR: '1' },
     })
     expect(stdout).toMatch(/^scenario\s+inline\s+worker\s+process\s+piscina floor\s+channel floor\s+worker\/inline\s+process\/worker$/m)
@@ -57,10 +72,18 @@ describe.concurrent('bench runs', () => {
     expect(stdout).not.toMatch(/^S10\s+(worker|process)\s/m) // S10 reports, with no goal
     expect(stdout).toMatch(/S10 {2}cold start: .* Reported, no goal\./)
     expect(stderr).toBe('') // no progress bar when stderr is not a terminal
+    // --no-remote: no remote column, floor or ratio, and no remote goal.
+    expect(stdout).not.toMatch(/remote\/worker|bullmq floor|^S\d+\s+remote\s/m)
 
     const report = JSON.parse(await readFile(file, 'utf8'))
     expect(report.machine).toEqual(expect.objectContaining({ cores: expect.any(Number), cpuModel: expect.any(String), node: process.version }))
+    expect(report.remote).toEqual({ measured: false, reason: expect.stringMatching(/--no-remote/) })
     expect(report.scenarios.map((s: { id: string }) => s.id)).toEqual(['S1', 'S8', 'S10'])
+    for (const row of report.scenarios) {
+      expect(row).not.toHaveProperty('remote')
+      expect(row).not.toHaveProperty('bullmqFloor')
+      expect(row).not.toHaveProperty('remoteRatio')
+    }
     const [s1, s8, s10] = report.scenarios
     expect(s1).toEqual(
       expect.objectContaining({
@@ -110,13 +133,83 @@ describe.concurrent('bench runs', () => {
     expect(chart).toContain('>process<') // a bar per row, and the legend
     expect(chart).toContain('goal (process): &lt;= abortGraceMs + 50 ms (250 ms)')
     expect(chart).toContain('>no goal<')
-  }, 40_000)
+    expect(chart).not.toContain('>remote<')
+  }, 60_000)
+
+  it('bench --quick --only S2 puts the remote column beside the others when Redis answers: two worker nodes, the BullMQ floor and the remote goal, and nothing left behind', async (ctx) => {
+    if (!(await redisReachable())) ctx.skip(`no Redis at ${REDIS_URL}: the bench's remote column is not checked (start one, or point REDIS_URL at one)`)
+    const file = join(dir, 'remote.json')
+    const svg = join(dir, 'remote.svg')
+    const { stdout, stderr } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S2', '--redis', REDIS_URL, '--json', file, '--svg', svg], {
+      timeout: 90_000,
+      env: { ...process.env, NO_COLOR: '1' },
+    })
+    expect(stderr).toBe('')
+    expect(stdout).toMatch(/^scenario\s+inline\s+worker\s+process\s+remote\s+piscina floor\s+channel floor\s+bullmq floor\s+worker\/inline\s+process\/worker\s+remote\/worker$/m)
+    // Four transports, three floors, three ratios.
+    expect(stdout).toMatch(new RegExp(String.raw`^S2(\s+${MS}){7}(\s+[\d.]+×){3}$`, 'm'))
+    expect(stdout).toMatch(/^S2\s+remote\s+p50 overhead over worker <= 2 ms\s+-?[\d.]+ ms\s+(yes|NO)$/m)
+    expect(stdout).toMatch(/remote = the BullMQ transport: 2 worker node processes/)
+
+    const report = JSON.parse(await readFile(file, 'utf8'))
+    // S2 alone: one pair of nodes, started for it.
+    const node = { id: expect.any(String), pid: expect.any(Number), maxThreads: expect.any(Number), childrenPerWorker: expect.any(Number) }
+    expect(report.remote).toEqual({
+      measured: true,
+      redis: expect.any(String),
+      queue: expect.stringMatching(/^bench-\d+-[0-9a-f]+$/),
+      redisPid: report.remote.redisPid === null ? null : expect.any(Number),
+      nodes: [node, node],
+    })
+    expect(report.scenarios.map((s: { id: string }) => s.id)).toEqual(['S2'])
+    const [s2] = report.scenarios
+    expect(s2).toEqual(
+      expect.objectContaining({
+        inline: expect.objectContaining(summary),
+        worker: expect.objectContaining(summary),
+        process: expect.objectContaining(summary),
+        remote: expect.objectContaining(summary),
+        bullmqFloor: expect.objectContaining(summary),
+        remoteRatio: { worker: expect.any(Number), floor: expect.any(Number) },
+        setup: expect.objectContaining({
+          remote: {
+            nodes: report.remote.nodes.map(({ id, pid }: { id: string; pid: number }) => ({ id, pid })),
+            perNode: { maxThreads: report.remote.nodes[0].maxThreads, childrenPerWorker: report.remote.nodes[0].childrenPerWorker },
+            queue: report.remote.queue,
+            redis: report.remote.redis,
+          },
+        }),
+      }),
+    )
+    expect(s2.remote.samples.length).toBe(s2.remote.n)
+    expect(s2.remoteRatio.worker).toBeCloseTo(s2.remote.median / s2.worker.median, 6)
+    expect(s2.remoteRatio.floor).toBeCloseTo(s2.remote.median / s2.bullmqFloor.median, 6)
+    const goal = s2.goals.find((g: { mode: string }) => g.mode === 'remote')
+    expect(goal).toEqual({ mode: 'remote', text: 'p50 overhead over worker <= 2 ms', figure: expect.any(Number), threshold: 2, comparison: '<=', kind: 'value', met: expect.any(Boolean), line: expect.any(Number) })
+    expect(goal.figure).toBeCloseTo(s2.remote.median - s2.worker.median, 6)
+    expect(goal.met).toBe(goal.figure <= 2)
+    expect(s2.met).toBe(s2.goals.every((g: { met: boolean }) => g.met))
+
+    // The nodes were stopped and this run's queues removed from Redis.
+    for (const { pid } of report.remote.nodes) expect(alive(pid)).toBe(false)
+    const redis = new Redis(REDIS_URL)
+    try {
+      expect(await redis.keys(`bull:${report.remote.queue}*`)).toEqual([])
+    } finally {
+      redis.disconnect()
+    }
+
+    const chart = await readFile(svg, 'utf8')
+    expect(chart).toContain('>remote<')
+    expect(chart).toContain('>bullmq floor<')
+    expect(chart).toContain('goal (remote): p50 overhead over worker &lt;= 2 ms')
+  }, 90_000)
 
   // About 20 s: a batch streams for its ideal 2 s whatever its size, and the quick plan runs one
   // warm-up (every host at once) and one round of six batches. The margin is for a loaded machine.
   it('bench --quick --only S9 runs the streaming fan-in and reports both placements on every transport with every goal and secondary figure', async () => {
     const file = join(dir, 'stream.json')
-    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S9', '--json', file], {
+    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S9', '--no-remote', '--json', file], {
       timeout: 60_000,
       env: { ...process.env, NO_COLOR: '1' },
     })

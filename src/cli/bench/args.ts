@@ -11,23 +11,39 @@ export interface BenchArgs {
   only: ScenarioId[]
   json: string | undefined
   svg: string | undefined
+  /** Whether to measure the remote column (false with --no-remote). */
+  remote: boolean
+  /** The Redis the remote column's nodes and hosts meet on. */
+  redis: string
   help: boolean
 }
 
-export const BENCH_USAGE = `usage: subagent-worker bench [--quick] [--only S1,S5] [--json FILE] [--svg FILE]
+/** The remote column's Redis unless --redis says otherwise: REDIS_URL, else the usual local one. */
+export const DEFAULT_REDIS = 'redis://127.0.0.1:6379'
 
-Runs each scenario inline, on worker threads and in child processes in the same process run and
-prints two tables: the figures (scenario, inline, worker, process, floors, worker/inline,
-process/worker) and the goals (scenario, transport, goal, figure, met?). A progress bar is drawn
-on stderr when it is a terminal.
+export const BENCH_USAGE = `usage: subagent-worker bench [--quick] [--only S1,S5] [--json FILE] [--svg FILE]
+                             [--no-remote] [--redis URL]
+
+Runs each scenario inline, on worker threads, in child processes and (where it applies) on
+BullMQ worker nodes in the same process run and prints two tables: the figures (scenario, inline,
+worker, process, remote, floors, worker/inline, process/worker, remote/worker) and the goals
+(scenario, transport, goal, figure, met?). A progress bar is drawn on stderr when it is a
+terminal.
+
+The remote column (S1-S4, S8, S9) is the BullMQ transport: two worker node processes
+(subagent-worker node) on this machine, started for the run on a queue of its own and stopped at
+its end, beside a bare BullMQ job round trip on the same Redis (the bullmq floor). It needs the
+bullmq and ioredis packages and a Redis answering PING within a second; without them it is
+skipped with one line on stderr and the rest runs as before.
 
   --quick        fewer samples, same shapes: noisier figures in less time
   --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too
   --json FILE    write every figure, the raw samples and the machine to FILE
   --svg FILE     write a self-contained SVG chart of the figures of every transport to FILE
+  --no-remote    leave the remote column and its floor out (no Redis needed)
+  --redis URL    the Redis of the remote column (default $REDIS_URL, else ${DEFAULT_REDIS})
   --help         this text
 `
-
 
 const OPTIONS = {
   quick: { type: 'boolean' },
@@ -35,6 +51,8 @@ const OPTIONS = {
   only: { type: 'string' },
   json: { type: 'string' },
   svg: { type: 'string' },
+  'no-remote': { type: 'boolean' },
+  redis: { type: 'string' },
 } as const
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
@@ -59,6 +77,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     only: values.only === undefined ? [...SCENARIO_IDS] : parseOnly(values.only),
     json: values.json,
     svg: values.svg,
+    remote: !(values['no-remote'] ?? false),
+    redis: values.redis ?? (process.env.REDIS_URL || DEFAULT_REDIS),
   }
 }
 

@@ -5,9 +5,11 @@
  */
 import { availableParallelism } from 'node:os'
 import { createHost, ScriptedModel, type Agent, type Host, type PoolOptions, type ScriptEntry, type SubagentResult, type SubagentRun } from '../../index.js'
+import type { RemoteRig } from './remote.js'
 import type { Mode } from './types.js'
 
-const BENCH_MODULE = new URL('./module.js', import.meta.url)
+/** The bench's agent module: every runner imports it, a process transport's, a node's (--agent-module). */
+export const BENCH_MODULE = new URL('./module.js', import.meta.url)
 
 /** The model name children use; each phase registers its own ScriptedModel under it. */
 const MODEL = 'bench'
@@ -15,7 +17,7 @@ const MODEL = 'bench'
 /** The module model's name (see module.ts): zero RPC, the step runs where the child runs. */
 export const MODULE_MODEL = 'bench-echo'
 
-export const HOST_MODEL = 'ScriptedModel on the host (one RPC round trip per step on worker and process)'
+export const HOST_MODEL = 'ScriptedModel on the host (one RPC round trip per step on worker, process and remote)'
 
 /** The library's default thread count for this machine, started up front so the pool is warm. */
 export function defaultThreads(): number {
@@ -35,29 +37,44 @@ export interface BenchHost {
   parent: Agent
   mode: Mode
   variant: Variant
+  /** The remote transport's node processes (their CPU counts with the host's); none for the others. */
+  nodePids: readonly number[]
 }
 
 export interface HostSetup {
+  /** Ignored by the remote transport: its nodes are sized when the bench starts them (remote.ts). */
   pool?: PoolOptions
   abortGraceMs?: number
+  /** Required for the remote variant: the nodes and the Redis it runs on. */
+  remote?: RemoteRig
 }
 
 export function benchHost(variant: Variant, setup: HostSetup = {}): BenchHost {
   const mode = modeOf(variant)
-  const host = createHost({
-    isolation: mode,
-    // A child process may read only this package, its dependencies and the agent module: the
-    // bench module imports nothing else (the library, stream-script.js, work.js), so the process
-    // transport runs with its default sandbox, no grant.
-    agentModule: BENCH_MODULE,
-    // Idle runners must not exit between a scenario's rounds: that would measure their start-up.
-    pool: { idleTimeoutMs: 600_000, ...setup.pool },
-    ...(setup.abortGraceMs === undefined ? {} : { abortGraceMs: setup.abortGraceMs }),
-  })
+  const grace = setup.abortGraceMs === undefined ? {} : { abortGraceMs: setup.abortGraceMs }
+  let host: Host
+  let nodePids: readonly number[] = []
+  if (mode === 'remote') {
+    if (!setup.remote) throw new Error('a remote bench host needs the remote rig (remote.ts)')
+    // The nodes serve the bench module (--agent-module), so children load the same tool code there.
+    host = createHost({ transport: setup.remote.transport(), agentModule: BENCH_MODULE, ...grace })
+    nodePids = setup.remote.nodePids
+  } else {
+    host = createHost({
+      isolation: mode,
+      // A child process may read only this package, its dependencies and the agent module: the
+      // bench module imports nothing else (the library, stream-script.js, work.js), so the process
+      // transport runs with its default sandbox, no grant.
+      agentModule: BENCH_MODULE,
+      // Idle runners must not exit between a scenario's rounds: that would measure their start-up.
+      pool: { idleTimeoutMs: 600_000, ...setup.pool },
+      ...grace,
+    })
+  }
   // Children inherit the parent's provider, so the variant's model is chosen here once.
   const provider = variant === 'workerModuleModel' ? MODULE_MODEL : MODEL
   const parent = host.createAgent({ options: { provider, model: 'scripted' } })
-  return { host, parent, mode, variant }
+  return { host, parent, mode, variant, nodePids }
 }
 
 /** Another parent on the same host whose children use `provider`: S9 runs both model placements on one host. */

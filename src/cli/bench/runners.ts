@@ -13,8 +13,13 @@ export const PID_MODEL = 'bench-pid'
 
 const ATTEMPTS = 5
 
-/** The pids of the host's `count` runners (started up front: minThreads = maxThreads); none for inline and worker, whose children run in the host's own process. */
+/**
+ * The pids of the host's `count` runners (started up front: minThreads = maxThreads); none for
+ * inline and worker, whose children run in the host's own process; the remote transport's node
+ * processes, which the bench started itself and knows.
+ */
 export async function runnerPids(bench: BenchHost, count: number): Promise<number[]> {
+  if (bench.mode === 'remote') return [...bench.nodePids]
   if (bench.mode !== 'process') return []
   const asker = withProvider(bench, PID_MODEL)
   const pids = new Set<number>()

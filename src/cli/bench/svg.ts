@@ -1,13 +1,14 @@
 /**
- * A self-contained SVG chart of a run: per scenario, the inline, worker and process medians as
- * bars with a whisker out to p99, the floors and the module-model figure where there are some,
+ * A self-contained SVG chart of a run: per scenario, the inline, worker and process medians (and
+ * remote's, when the run measured it) as bars with a whisker out to p99, the floors and the
+ * module-model figure where there are some,
  * each goal that is on the row's own figure as a dashed line, and a reference (S9's ideal) as a
  * dotted one. Every goal is listed under the title with its transport and figure. Each scenario
  * has its own scale (their units differ). Hand-written: a chart library would be a dependency for
  * a hundred lines of rectangles.
  */
 import { describeMachine } from './machine.js'
-import { formatValue, goalFigure } from './report.js'
+import { formatValue, goalFigure, hasRemote } from './report.js'
 import type { BenchReport, Figure, ScenarioResult } from './types.js'
 
 const WIDTH = 960
@@ -24,9 +25,11 @@ const COLORS = {
   inline: '#7b8794',
   worker: '#e8833a',
   process: '#3f7f6e',
+  remote: '#b8406e',
   moduleModel: '#f2c14e',
   floor: '#5a9bd5',
   channelFloor: '#8e6bbf',
+  bullmqFloor: '#d99ab2',
   goal: '#c0392b',
   reference: '#555',
   met: '#2e8b57',
@@ -50,8 +53,11 @@ function barsOf(result: ScenarioResult): Bar[] {
   ]
   if (result.workerModuleModel) bars.push({ label: 'worker, module model', figure: result.workerModuleModel, color: COLORS.moduleModel })
   bars.push({ label: 'process', figure: result.process, color: COLORS.process })
+  // Absent when the run had no remote column; null (n/a) on a row it does not apply to.
+  if (result.remote !== undefined) bars.push({ label: 'remote', figure: result.remote, color: COLORS.remote })
   if (result.floor) bars.push({ label: 'piscina floor', figure: result.floor, color: COLORS.floor, floor: true })
   if (result.channelFloor) bars.push({ label: 'channel floor', figure: result.channelFloor, color: COLORS.channelFloor, floor: true })
+  if (result.bullmqFloor) bars.push({ label: 'bullmq floor', figure: result.bullmqFloor, color: COLORS.bullmqFloor, floor: true })
   return bars
 }
 
@@ -121,8 +127,39 @@ function row(result: ScenarioResult, top: number): { svg: string; height: number
   return { svg: parts.join('\n'), height }
 }
 
+/** Legend lines: a line is this much below the one before. */
+const LEGEND_LINE_H = 14
+
 export function renderSvg(report: BenchReport): string {
-  const header = 92
+  // Legend entries laid out by their text length (about 6 px a character at this size), on as
+  // many lines as they need: with the remote column's two they are wider than the chart.
+  const remote = hasRemote(report)
+  let lx = 12
+  let ly = 50
+  const legend = [
+    ['inline', COLORS.inline],
+    ['worker', COLORS.worker],
+    ['worker, module model (no RPC)', COLORS.moduleModel],
+    ['process', COLORS.process],
+    ...(remote ? [['remote (BullMQ, 2 nodes)', COLORS.remote]] : []),
+    ['piscina floor (bare tasks)', COLORS.floor],
+    ['channel floor (bare channel per thread)', COLORS.channelFloor],
+    ...(remote ? [['bullmq floor (bare job round trip)', COLORS.bullmqFloor]] : []),
+  ]
+    .map(([label, color]) => {
+      const width = 16 + label!.length * 6
+      if (lx > 12 && lx + width > WIDTH - 12) {
+        lx = 12
+        ly += LEGEND_LINE_H
+      }
+      const item = `<rect x="${lx}" y="${ly}" width="12" height="10" fill="${color}"/><text x="${lx + 16}" y="${ly + 9}" class="small">${escape(label!)}</text>`
+      lx += width + 18
+      return item
+    })
+    .join('\n')
+  const extra = ly - 50
+  const goalKey = `<line x1="12" y1="${73 + extra}" x2="32" y2="${73 + extra}" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="38" y="${77 + extra}" class="small">goal (on its transport's median) · bar: median · whisker: p99 (arrow: beyond the scale) · break in a bar: median beyond the scale · dotted: reference</text>`
+  const header = 92 + extra
   const rows: string[] = []
   let top = header
   for (const result of report.scenarios) {
@@ -130,23 +167,6 @@ export function renderSvg(report: BenchReport): string {
     rows.push(svg)
     top += height
   }
-  // Legend entries laid out by their text length (about 6 px a character at this size).
-  let lx = 12
-  const legend = [
-    ['inline', COLORS.inline],
-    ['worker', COLORS.worker],
-    ['worker, module model (no RPC)', COLORS.moduleModel],
-    ['process', COLORS.process],
-    ['piscina floor (bare tasks)', COLORS.floor],
-    ['channel floor (bare channel per thread)', COLORS.channelFloor],
-  ]
-    .map(([label, color]) => {
-      const item = `<rect x="${lx}" y="50" width="12" height="10" fill="${color}"/><text x="${lx + 16}" y="59" class="small">${escape(label!)}</text>`
-      lx += 16 + label!.length * 6 + 18
-      return item
-    })
-    .join('\n')
-  const goalKey = `<line x1="12" y1="73" x2="32" y2="73" stroke="${COLORS.goal}" stroke-width="1.5" stroke-dasharray="4 3"/><text x="38" y="77" class="small">goal (on its transport's median) · bar: median · whisker: p99 (arrow: beyond the scale) · break in a bar: median beyond the scale · dotted: reference</text>`
   return `<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${top + 10}" viewBox="0 0 ${WIDTH} ${top + 10}" font-family="Helvetica, Arial, sans-serif">
 <style>
@@ -157,7 +177,7 @@ export function renderSvg(report: BenchReport): string {
   .verdict { font-size: 12px; font-weight: bold; }
 </style>
 <rect width="100%" height="100%" fill="#fff"/>
-<text x="12" y="22" class="h">subagent-worker bench: inline, worker and process${report.quick ? ' (--quick)' : ''}</text>
+<text x="12" y="22" class="h">subagent-worker bench: inline, worker${remote ? ', process and remote' : ' and process'}${report.quick ? ' (--quick)' : ''}</text>
 <text x="12" y="40" class="small">${escape(describeMachine(report.machine))} · ${escape(report.startedAt)}</text>
 ${legend}
 ${goalKey}

@@ -1,9 +1,10 @@
 /**
  * What a transport costs the machine: the host process (every thread, which covers inline
- * children and worker threads) plus, for the process transport, its runner processes, which the
- * host's own process.cpuUsage and process.memoryUsage cannot see. A `null` reading means the
- * runners could not be read here (see proc.ts): a figure without them would flatter the process
- * transport.
+ * children and worker threads) plus, for the process transport, its runner processes, and for
+ * the remote transport its worker node processes, which the host's own process.cpuUsage and
+ * process.memoryUsage cannot see. A `null` reading means the runners could not be read here (see
+ * proc.ts): a figure without them would flatter the transport. The Redis server's CPU is read
+ * apart (otherCpuMeter): it serves the remote transport, but it is not the library's.
  */
 import { cpuUs, PROC_AVAILABLE, rssBytes } from './proc.js'
 
@@ -28,6 +29,25 @@ export function cpuMeter(runners: readonly number[]): CpuMeter {
     stop() {
       const host = cpuSince(host0)
       return readable ? host + sum() - runners0 : null
+    },
+  }
+}
+
+/** Counts the CPU of other processes alone (the Redis server), in µs; `null` when /proc cannot be read. */
+export function otherCpuMeter(pids: readonly number[]): CpuMeter {
+  if (!PROC_AVAILABLE || pids.length === 0) return { stop: () => null }
+  const sum = () => {
+    try {
+      return pids.reduce((total, pid) => total + cpuUs(pid), 0)
+    } catch {
+      return null // the process is gone
+    }
+  }
+  const start = sum()
+  return {
+    stop() {
+      const end = sum()
+      return start === null || end === null ? null : end - start
     },
   }
 }

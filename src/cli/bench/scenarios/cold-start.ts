@@ -14,10 +14,10 @@
 import { textResponse } from '../../../index.js'
 import { benchHost, expectStop, HOST_MODEL, start, useScript } from '../harness.js'
 import { figure } from '../stats.js'
-import { MODES, type Mode, type ScenarioResult } from '../types.js'
+import { LOCAL_MODES, type LocalMode, type ScenarioResult } from '../types.js'
 import { processRatioOf, ratioOf, type Scenario } from './scenario.js'
 
-async function coldStart(mode: Mode): Promise<number> {
+async function coldStart(mode: LocalMode): Promise<number> {
   const t0 = performance.now()
   // The default pool: benchHost adds only a long idle timeout, which a cold start never reaches.
   const bench = benchHost(mode)
@@ -41,11 +41,11 @@ export const s10: Scenario = {
   units: (plan) => plan.coldStart.rounds + 1,
   async run(context): Promise<ScenarioResult[]> {
     const { rounds } = context.plan.coldStart
-    const times: Record<Mode, number[]> = { inline: [], worker: [], process: [] }
-    for (const mode of MODES) await coldStart(mode)
+    const times: Record<LocalMode, number[]> = { inline: [], worker: [], process: [] }
+    for (const mode of LOCAL_MODES) await coldStart(mode)
     context.progress.advance(1)
     for (let r = 0; r < rounds; r++) {
-      for (const mode of MODES) times[mode].push(await coldStart(mode))
+      for (const mode of LOCAL_MODES) times[mode].push(await coldStart(mode))
       context.progress.advance(1)
     }
     const inline = figure(times.inline, 'lower')

@@ -10,7 +10,7 @@ import { textResponse, toolCallResponse } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, useScript, type BenchHost } from '../harness.js'
 import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../loop-delay.js'
 import { work } from '../work.js'
-import { MODES, type Figure, type Mode, type ScenarioResult } from '../types.js'
+import { LOCAL_MODES, type Figure, type LocalMode, type ScenarioResult } from '../types.js'
 import { allMet, processRatioOf, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
 import { figure } from '../stats.js'
 
@@ -54,22 +54,22 @@ function delayFigure(total: IntervalHistogram, roundP99s: number[]): Figure {
 export const s5: Scenario = {
   ids: ['S5', 'S6'],
   label: 'S5/S6 CPU-bound module tools',
-  units: (plan) => plan.cpu.rounds * MODES.length + 2,
+  units: (plan) => plan.cpu.rounds * LOCAL_MODES.length + 2,
   async run(context): Promise<ScenarioResult[]> {
     const { children, burnMs, rounds } = context.plan.cpu
     const iterations = calibrate(burnMs)
     const threads = defaultThreads()
     const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: 1 }
-    const hosts = MODES.map((mode) => benchHost(mode, { pool }))
-    const walls: Record<Mode, number[]> = { inline: [], worker: [], process: [] }
-    const delays = {} as Record<Mode, Figure>
+    const hosts = LOCAL_MODES.map((mode) => ({ mode, bench: benchHost(mode, { pool }) }))
+    const walls: Record<LocalMode, number[]> = { inline: [], worker: [], process: [] }
+    const delays = {} as Record<LocalMode, Figure>
     try {
       // Warm-up: every runner imports the module and optimizes the loop before timing.
-      for (const bench of hosts) await batch(bench, children, iterations)
+      for (const { bench } of hosts) await batch(bench, children, iterations)
       context.progress.advance(1)
       // One transport's rounds back to back, so its histogram runs once, without gaps: a
       // re-enabled monitor would count the time it was off as one huge delay.
-      for (const bench of hosts) {
+      for (const { mode, bench } of hosts) {
         const total = loopMonitor()
         const p99s: number[] = []
         total.enable()
@@ -78,17 +78,17 @@ export const s5: Scenario = {
           round.enable()
           // Ticks before and after the batch (see loop-delay.ts).
           await loopTurns()
-          walls[bench.mode].push(await batch(bench, children, iterations))
+          walls[mode].push(await batch(bench, children, iterations))
           await loopTurns()
           round.disable()
           p99s.push(delayMs(round.percentile(99)))
           context.progress.advance(1)
         }
         total.disable()
-        delays[bench.mode] = delayFigure(total, p99s)
+        delays[mode] = delayFigure(total, p99s)
       }
     } finally {
-      await Promise.all(hosts.map(({ host }) => host.close()))
+      await Promise.all(hosts.map(({ bench }) => bench.host.close()))
     }
 
     const floor = await context.floor.parallelWork({ threads, tasks: children, iterations, rounds })

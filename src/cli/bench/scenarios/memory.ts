@@ -17,7 +17,7 @@ import { textResponse, type StreamChunk } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, expectStop, HOST_MODEL, sleep, start, useScript, type BenchHost } from '../harness.js'
 import { runnerPids } from '../runners.js'
 import { summarize, figure } from '../stats.js'
-import { MODES, type Figure, type Mode, type ScenarioResult } from '../types.js'
+import { LOCAL_MODES, type Figure, type LocalMode, type ScenarioResult } from '../types.js'
 import { runnersRss } from '../usage.js'
 import { allMet, processRatioOf, ratioOf, valueGoal, type Scenario } from './scenario.js'
 
@@ -69,7 +69,7 @@ function poolFor(children: number) {
   return { minThreads: threads, maxThreads: threads, childrenPerWorker: Math.ceil(children / threads) }
 }
 
-async function liveRound(mode: Mode, children: number): Promise<PerChild> {
+async function liveRound(mode: LocalMode, children: number): Promise<PerChild> {
   const pool = poolFor(children)
   const bench: BenchHost = benchHost(mode, { pool })
   try {
@@ -120,18 +120,18 @@ export const s7: Scenario = {
   units: (plan) => plan.memory.rounds,
   async run(context): Promise<ScenarioResult[]> {
     const { children, rounds } = context.plan.memory
-    const readings: Record<Mode, PerChild[]> = { inline: [], worker: [], process: [] }
+    const readings: Record<LocalMode, PerChild[]> = { inline: [], worker: [], process: [] }
     for (let r = 0; r < rounds; r++) {
-      for (const mode of MODES) readings[mode].push(await liveRound(mode, children))
+      for (const mode of LOCAL_MODES) readings[mode].push(await liveRound(mode, children))
       context.progress.advance(1)
     }
-    const rss = (mode: Mode) => figureOrNull(readings[mode].map((reading) => reading.rss))
+    const rss = (mode: LocalMode) => figureOrNull(readings[mode].map((reading) => reading.rss))
     const inline = rss('inline')!
     const worker = rss('worker')!
     const proc = rss('process')
     const goals = [valueGoal('worker', '<= 1.5 MB (RSS, whole process)', '<=', worker.median, 1.5, 1.5)]
     if (proc) goals.push(valueGoal('process', '<= 2 MB (host growth + runner processes whole)', '<=', proc.median, 2, 2))
-    const heap = (mode: Mode) => {
+    const heap = (mode: LocalMode) => {
       const samples = readings[mode].map((reading) => reading.heap)
       return { ...summarize(samples), samples }
     }

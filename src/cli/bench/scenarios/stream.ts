@@ -4,22 +4,24 @@
  * behind that the host falls, what each chunk costs in CPU (the whole host process, every
  * thread, and the process transport's runner processes), and how late the host's event loop
  * runs meanwhile. Two model placements, each on every transport in the same run: a ScriptedModel
- * on the host (on workers and processes, each chunk is an RPC reply to the runner and an event
- * back) and a module model where the child runs (only the events cross). One host per transport
- * serves both placements through two parents.
+ * on the host (on workers, processes and nodes, each chunk is an RPC reply to the runner and an
+ * event back) and a module model where the child runs (only the events cross). One host per
+ * transport serves both placements through two parents. The remote transport (when the run has
+ * it) is measured and reported, with no goal; its CPU counts its node processes, and the Redis
+ * server's is read apart.
  */
 import { benchHost, delegate, HOST_MODEL, useScript, withProvider, type BenchHost } from '../harness.js'
 import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../loop-delay.js'
 import { runnerPids } from '../runners.js'
 import { STREAM_CHUNKS, STREAM_IDEAL_MS, STREAM_INTERVAL_MS, STREAM_MODEL, streamEntry } from '../stream-script.js'
-import { MODES, type Mode, type ScenarioResult } from '../types.js'
-import { cpuMeter } from '../usage.js'
-import { allMet, processRatioOf, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
+import { LOCAL_MODES, type ByVariant, type Figure, type LocalMode, type Mode, type ScenarioResult } from '../types.js'
+import { cpuMeter, otherCpuMeter } from '../usage.js'
+import { allMet, processRatioOf, ratioGoal, ratioOf, remoteFields, setupWithRemote, valueGoal, type Scenario, type ScenarioContext } from './scenario.js'
 import { figure } from '../stats.js'
 
 type Placement = 'host' | 'module'
 
-/** One transport's host, its two parents (one per model placement) and its runner processes (process transport only). */
+/** One transport's host, its two parents (one per model placement) and its runner processes (process transport) or nodes (remote). */
 interface Transport {
   mode: Mode
   benches: Record<Placement, BenchHost>
@@ -30,6 +32,8 @@ interface Samples {
   wallMs: number[]
   /** Empty where the runners' CPU cannot be read (see usage.ts). */
   cpuUsPerChunk: number[]
+  /** The Redis server's CPU per chunk (remote only, where it can be read). */
+  redisCpuUsPerChunk: number[]
   loopP99Ms: number[]
   loopMaxMs: number[]
 }
@@ -61,7 +65,7 @@ async function warmUp(transport: Transport, children: number): Promise<void> {
   done()
 }
 
-async function measure(transport: Transport, placement: Placement, children: number, into: Samples): Promise<void> {
+async function measure(transport: Transport, placement: Placement, children: number, into: Samples, redisPids: readonly number[]): Promise<void> {
   const bench = transport.benches[placement]
   const done = scriptFor(bench, placement, children)
   const monitor = loopMonitor()
@@ -69,27 +73,41 @@ async function measure(transport: Transport, placement: Placement, children: num
   // Ticks before and after the batch (see loop-delay.ts).
   await loopTurns()
   const meter = cpuMeter(transport.runners)
+  const redisMeter = otherCpuMeter(transport.mode === 'remote' ? redisPids : [])
   const t0 = performance.now()
   await fanIn(bench, children)
   const wall = performance.now() - t0
   const cpuUs = meter.stop()
+  const redisUs = redisMeter.stop()
   await loopTurns()
   monitor.disable()
   done()
   into.wallMs.push(wall)
   if (cpuUs !== null) into.cpuUsPerChunk.push(cpuUs / (children * STREAM_CHUNKS))
+  if (redisUs !== null) into.redisCpuUsPerChunk.push(redisUs / (children * STREAM_CHUNKS))
   into.loopP99Ms.push(delayMs(monitor.percentile(99)))
   into.loopMaxMs.push(delayMs(monitor.max))
 }
 
-const noSamples = (): Samples => ({ wallMs: [], cpuUsPerChunk: [], loopP99Ms: [], loopMaxMs: [] })
+const noSamples = (): Samples => ({ wallMs: [], cpuUsPerChunk: [], redisCpuUsPerChunk: [], loopP99Ms: [], loopMaxMs: [] })
 
-function row(placement: Placement, samples: Record<Mode, Samples>, children: number, setup: Record<string, unknown>): ScenarioResult {
-  const per = (key: keyof Samples) => ({ inline: figure(samples.inline[key], 'lower'), worker: figure(samples.worker[key], 'lower'), process: figure(samples.process[key], 'lower') })
+/** A figure of the samples, or null where there are none (runners that cannot be read). */
+const figureOrNull = (samples: number[]): Figure | null => (samples.length > 0 ? figure(samples, 'lower') : null)
+
+function row(context: ScenarioContext, placement: Placement, samples: Record<Mode, Samples>, children: number, setup: Record<string, unknown>): ScenarioResult {
+  const measured = context.remote !== undefined
+  const local = (key: keyof Samples) => ({ inline: figure(samples.inline[key], 'lower'), worker: figure(samples.worker[key], 'lower'), process: figure(samples.process[key], 'lower') })
+  // Every transport's figures; remote's only when the run has the remote column.
+  const per = (key: keyof Samples): ByVariant & Record<LocalMode, Figure> => ({ ...local(key), ...(measured ? { remote: figure(samples.remote[key], 'lower') } : {}) })
   const wall = per('wallMs')
-  // The process transport's CPU samples are missing where its runners cannot be read (usage.ts).
-  const processCpu = samples.process.cpuUsPerChunk
-  const cpu = { inline: figure(samples.inline.cpuUsPerChunk, 'lower'), worker: figure(samples.worker.cpuUsPerChunk, 'lower'), process: processCpu.length > 0 ? figure(processCpu, 'lower') : null }
+  // The process transport's and the nodes' CPU samples are missing where they cannot be read (usage.ts).
+  const cpu: ByVariant = {
+    inline: figure(samples.inline.cpuUsPerChunk, 'lower'),
+    worker: figure(samples.worker.cpuUsPerChunk, 'lower'),
+    process: figureOrNull(samples.process.cpuUsPerChunk),
+    ...(measured ? { remote: figureOrNull(samples.remote.cpuUsPerChunk) } : {}),
+  }
+  const redisCpu = figureOrNull(samples.remote.redisCpuUsPerChunk)
   const p99 = per('loopP99Ms')
   const goal = GOALS[placement]
   const goals = [
@@ -109,14 +127,21 @@ function row(placement: Placement, samples: Record<Mode, Samples>, children: num
     inline: wall.inline,
     worker: wall.worker,
     process: wall.process,
+    ...remoteFields(context, { worker: wall.worker, remote: wall.remote ?? undefined }),
     reference: { label: 'ideal', value: STREAM_IDEAL_MS },
     ratio: ratioOf(wall.worker, wall.inline),
     processRatio: processRatioOf(wall),
     goals,
     met: allMet(goals),
     extra: {
-      wallOverIdeal: { inline: wall.inline.median / STREAM_IDEAL_MS, worker: wall.worker.median / STREAM_IDEAL_MS, process: wall.process.median / STREAM_IDEAL_MS },
+      wallOverIdeal: {
+        inline: wall.inline.median / STREAM_IDEAL_MS,
+        worker: wall.worker.median / STREAM_IDEAL_MS,
+        process: wall.process.median / STREAM_IDEAL_MS,
+        ...(wall.remote ? { remote: wall.remote.median / STREAM_IDEAL_MS } : {}),
+      },
       cpuUsPerChunk: cpu,
+      ...(redisCpu ? { redisCpuUsPerChunk: redisCpu } : {}),
       eventLoopDelayMs: { p99, max: per('loopMaxMs') },
     },
   }
@@ -125,20 +150,25 @@ function row(placement: Placement, samples: Record<Mode, Samples>, children: num
 export const s9: Scenario = {
   ids: ['S9', 'S9m'],
   label: 'S9 streaming fan-in',
-  // One unit for the warm-ups (run at once), one per measured batch.
-  units: (plan) => 1 + plan.stream.rounds * PLACEMENTS.length * MODES.length,
+  // One unit for the warm-ups (run at once), one per measured batch (the remote column's counted in remoteUnits).
+  units: (plan) => 1 + plan.stream.rounds * PLACEMENTS.length * LOCAL_MODES.length,
+  remoteUnits: (plan) => plan.stream.rounds * PLACEMENTS.length,
   async run(context): Promise<ScenarioResult[]> {
     const { children, threads, rounds } = context.plan.stream
     // Every child holds a slot from the start; idle threads stay warm between batches (see harness.ts).
     const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: Math.ceil(children / threads) }
-    const transports: Transport[] = MODES.map((mode) => {
-      const bench = benchHost(mode, { pool })
+    const remote = context.remote?.rig
+    await remote?.nodes(pool)
+    const modes: Mode[] = remote ? [...LOCAL_MODES, 'remote'] : [...LOCAL_MODES]
+    const transports: Transport[] = modes.map((mode) => {
+      const bench = benchHost(mode, { pool, ...(remote ? { remote } : {}) })
       return { mode, benches: { host: bench, module: withProvider(bench, STREAM_MODEL) }, runners: [] }
     })
     const samples: Record<Placement, Record<Mode, Samples>> = {
-      host: { inline: noSamples(), worker: noSamples(), process: noSamples() },
-      module: { inline: noSamples(), worker: noSamples(), process: noSamples() },
+      host: { inline: noSamples(), worker: noSamples(), process: noSamples(), remote: noSamples() },
+      module: { inline: noSamples(), worker: noSamples(), process: noSamples(), remote: noSamples() },
     }
+    const redisPids = remote?.info.redisPid ? [remote.info.redisPid] : []
     try {
       for (const transport of transports) transport.runners = await runnerPids(transport.benches.host, threads)
       // Every host's warm-up at once: they are untimed, and a batch takes its 2 s whatever its size.
@@ -147,7 +177,7 @@ export const s9: Scenario = {
       for (let r = 0; r < rounds; r++) {
         for (const placement of PLACEMENTS) {
           for (const transport of transports) {
-            await measure(transport, placement, children, samples[placement][transport.mode])
+            await measure(transport, placement, children, samples[placement][transport.mode], redisPids)
             context.progress.advance(1)
           }
         }
@@ -155,7 +185,7 @@ export const s9: Scenario = {
     } finally {
       await Promise.all(transports.map(({ benches }) => benches.host.host.close()))
     }
-    const setup = { children, chunksPerChild: STREAM_CHUNKS, intervalMs: STREAM_INTERVAL_MS, idealMs: STREAM_IDEAL_MS, rounds, loopResolutionMs: RESOLUTION_MS, pool }
-    return PLACEMENTS.map((placement) => row(placement, samples[placement], children, setup))
+    const setup = setupWithRemote(context, { children, chunksPerChild: STREAM_CHUNKS, intervalMs: STREAM_INTERVAL_MS, idealMs: STREAM_IDEAL_MS, rounds, loopResolutionMs: RESOLUTION_MS, pool })
+    return PLACEMENTS.map((placement) => row(context, placement, samples[placement], children, setup))
   },
 }
