@@ -5,11 +5,10 @@
  */
 import { availableParallelism } from 'node:os'
 import { createHost, ScriptedModel, type Agent, type Host, type PoolOptions, type ScriptEntry, type SubagentResult, type SubagentRun } from '../../index.js'
+import { BENCH_MODULE } from './module-url.js'
 import type { RemoteRig } from './remote.js'
 import type { Mode } from './types.js'
 
-/** The bench's agent module: every runner imports it, a process transport's, a node's (--agent-module). */
-export const BENCH_MODULE = new URL('./module.js', import.meta.url)
 
 /** The model name children use; each phase registers its own ScriptedModel under it. */
 const MODEL = 'bench'
