@@ -52,6 +52,13 @@ const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } 
 /** How often links are pinged and their silence judged. */
 const HEARTBEAT_MS = 500
 
+/**
+ * How often queued starts are checked for a job that vanished: a node that died after taking the
+ * job and before saying a word has its job failed by BullMQ's stall check (and removed), and the
+ * start would otherwise wait forever.
+ */
+const SWEEP_MS = 5000
+
 /** A node enforces the grace itself; the host steps in only if the node does not, this much later. */
 const NODE_GRACE_MARGIN_MS = 3000
 
@@ -95,6 +102,8 @@ interface Queued {
   mirror: ChildMirror
   placement: Placement
   job: Promise<Job> | undefined
+  /** Sweeps in a row that found its job gone from Redis while no node had spoken of the child. */
+  missing: number
   claimed(child: RemoteChild): void
   failed(error: unknown): void
 }
@@ -115,7 +124,9 @@ class BullmqTransport implements ChildTransport {
   /** Children given up on while queued whose job a node took before it could be removed. */
   readonly #unwanted = new Set<string>()
   readonly #heartbeat: NodeJS.Timeout
+  readonly #sweep: NodeJS.Timeout
   #lastRedisError: Error | undefined
+  #sweeping = false
   #closing: Promise<void> | undefined
 
   constructor(settings: Settings, context: TransportContext) {
@@ -127,6 +138,7 @@ class BullmqTransport implements ChildTransport {
     this.#subscribed = this.#subscriber.subscribe(hostChannel(settings.queue, this.#id))
     this.#subscribed.catch(() => {}) // surfaced by every start
     this.#heartbeat = setInterval(() => this.#check(), HEARTBEAT_MS).unref()
+    this.#sweep = setInterval(() => void this.#sweepQueued(), SWEEP_MS).unref()
   }
 
   async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
@@ -139,7 +151,7 @@ class BullmqTransport implements ChildTransport {
     let failed!: (error: unknown) => void
     const taken = new Promise<RemoteChild>((resolve, reject) => ((claimed = resolve), (failed = reject)))
     taken.catch(() => {}) // awaited below unless adding the job failed first
-    const queued: Queued = { spec, mirror, placement, job: undefined, claimed, failed }
+    const queued: Queued = { spec, mirror, placement, job: undefined, missing: 0, claimed, failed }
     this.#queued.set(spec.id, queued)
     const onAbort = () => this.#giveUp(queued, signal.reason)
     signal.addEventListener('abort', onAbort, { once: true })
@@ -164,6 +176,7 @@ class BullmqTransport implements ChildTransport {
 
   async #close(): Promise<void> {
     clearInterval(this.#heartbeat)
+    clearInterval(this.#sweep)
     for (const queued of [...this.#queued.values()]) this.#giveUp(queued, new Error('the host was closed while the child waited in the queue'))
     for (const link of [...this.#links.values()]) link.stop({ stopReason: 'aborted', diagnostic: 'the host was closed before the child finished' })
     const bound = this.#settings.redisTimeoutMs
@@ -243,6 +256,42 @@ class BullmqTransport implements ChildTransport {
   #check(): void {
     const now = performance.now()
     for (const link of [...this.#links.values()]) link.check(now, this.#settings.nodeSilenceMs, () => this.#silenceCause())
+  }
+
+  /**
+   * Fails the starts whose job is gone from Redis unclaimed: its node died holding it (BullMQ
+   * failed it as stalled, never to run it again). Two sweeps in a row, since a node's last word
+   * about a child (create-failed) may still be on its way when its job is removed.
+   */
+  async #sweepQueued(): Promise<void> {
+    if (this.#sweeping) return
+    this.#sweeping = true
+    try {
+      await this.#sweepOnce()
+    } finally {
+      this.#sweeping = false
+    }
+  }
+
+  async #sweepOnce(): Promise<void> {
+    for (const queued of [...this.#queued.values()]) {
+      const job = await queued.job?.catch(() => undefined)
+      if (!job || this.#queued.get(queued.spec.id) !== queued) continue
+      const lost = await within(this.#jobLost(job), this.#settings.redisTimeoutMs, () => 'no answer').catch(() => undefined)
+      if (lost === undefined) continue // Redis is not answering: the start's own waits say so
+      queued.missing = lost ? queued.missing + 1 : 0
+      if (queued.missing >= 2) {
+        this.#giveUp(queued, new Error('the node that took this child from the queue stopped before building it (its job was failed or its lock expired; a child never runs twice): start it again'))
+      }
+    }
+  }
+
+  /** Gone or failed; or active with its lock expired: the node holding it is dead, even if no live node's stall check has run. */
+  async #jobLost(job: Job): Promise<boolean> {
+    const state = await job.getState()
+    if (state === 'unknown' || state === 'failed') return true
+    if (state !== 'active') return false
+    return (await this.#publisher.exists(`${job.queueQualifiedName}:${job.id}:lock`)) === 0
   }
 
   #silenceCause(): string {

@@ -219,6 +219,20 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     await expect(start).rejects.toBeDefined()
   })
 
+  it('a node that dies holding a job before a word about its child: the start fails once the job is lost, never hangs', async ({ expect, onTestFinished }) => {
+    const queue = freshQueue()
+    const my = scope(onTestFinished)
+    const { host: h, parent } = my.host(queue, [textResponse('never')])
+    // A "node" that takes the job and goes silent: its lock is not renewed, as a dead process's is not.
+    const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
+    const silent = new Worker(`${queue}-v4-depth1`, () => new Promise(() => {}), { connection, lockDuration: 500, skipLockRenewal: true })
+    onTestFinished(async () => {
+      await silent.close(true)
+      connection.disconnect()
+    })
+    await expect(h.spawn.start({ prompt: 'hi', parent })).rejects.toThrow('the node that took this child from the queue stopped before building it')
+  }, 30_000)
+
   it('a node of another protocol version is refused: the start fails saying so', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
