@@ -6,6 +6,7 @@
  * processes exit.
  */
 import { spawn } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -133,14 +134,60 @@ describe('process transport: a host that dies', () => {
     while (alive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
     expect(alive(pid)).toBe(false)
   })
+
+  it('leaves none behind even while a child spins in a synchronous loop: every process it started is gone within 2 s', async () => {
+    const script = fileURLToPath(new URL('../fixtures/host-dies-spinning.mjs', import.meta.url))
+    const host = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const spinning = await new Promise<number>((resolve, reject) => {
+      let said = ''
+      host.stdout.on('data', (chunk: Buffer) => {
+        said += chunk.toString()
+        const match = /spinning (\d+)\n/.exec(said)
+        if (match) resolve(Number(match[1]))
+      })
+      host.once('exit', (code) => reject(new Error(`the host exited early (${code})`)))
+    })
+    // Its runner, and whatever else it started (on Linux, where /proc lists them).
+    const started = new Set([spinning, ...childrenOf(host.pid!)])
+    host.kill('SIGKILL')
+    const killed = performance.now()
+    while ([...started].some(alive) && performance.now() - killed < 5000) await new Promise((resolve) => setTimeout(resolve, 10))
+    const gone = performance.now() - killed
+    const survivors = [...started].filter(alive)
+    for (const pid of survivors) process.kill(pid, 'SIGKILL') // never leave a spinning process behind
+    expect(survivors).toEqual([])
+    expect(gone).toBeLessThan(2000)
+  })
 })
 
+/** Running: a zombie (killed, not yet reaped by its new parent) no longer runs. */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0)
-    return true
   } catch {
     return false
+  }
+  const stat = procStat(pid)
+  return stat === undefined || stat.state !== 'Z'
+}
+
+/** The processes whose parent is `pid`, from /proc; none where there is no /proc. */
+function childrenOf(pid: number): number[] {
+  if (!existsSync('/proc/self/stat')) return []
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((candidate) => procStat(candidate)?.ppid === pid)
+}
+
+/** A process's state and parent from /proc/<pid>/stat (after its name, which may hold spaces). */
+function procStat(pid: number): { state: string; ppid: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const [state = '', ppid = ''] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return { state, ppid: Number(ppid) }
+  } catch {
+    return undefined
   }
 }
 
