@@ -9,6 +9,7 @@ import type { Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { messageOf } from '../protocol/values.js'
 import type { Fault, RunnerKind } from './channel.js'
+import { forgetRunner, watchRunner } from './reaper.js'
 import type { Endpoint, EndpointEvents, Exit } from './runner-site.js'
 
 const ENTRY = fileURLToPath(new URL('../worker/process-entry.js', import.meta.url))
@@ -27,6 +28,12 @@ export interface ProcessSettings {
 
 export function openChildProcess(settings: ProcessSettings, events: EndpointEvents): Endpoint {
   const child = fork(ENTRY, [], { env: settings.env, execArgv: settings.execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
+  const pid = child.pid
+  if (pid !== undefined) {
+    // Killed with the host even while blocked in a synchronous loop (see reaper.ts).
+    watchRunner(pid)
+    child.once('exit', () => forgetRunner(pid))
+  }
   let tail = ''
   child.stderr?.on('data', (chunk: Buffer) => {
     process.stderr.write(chunk) // the child's own output is the user's: pass it on

@@ -124,10 +124,10 @@ describe.each(POOLED)('%s transport: scale and shutdown', (isolation) => {
     expect((await queued).output).toEqual([{ type: 'text', text: 'queued one' }])
   })
 
-  it('after close() no runner, port or timer keeps the process alive', async () => {
+  it('after close() no runner, port or timer keeps the process alive, and no process it started is left', async () => {
     const script = fileURLToPath(new URL('../fixtures/close-exits.mjs', import.meta.url))
     const { stdout } = await promisify(execFile)(process.execPath, [script, isolation], { timeout: 15_000 })
-    expect(stdout.trim()).toBe('closed aborted')
+    expect(stdout.trim()).toBe('closed aborted\nprocesses left: 0')
   })
 
   it('nested delegations cannot deadlock the pool: each depth has slots of its own', async () => {
