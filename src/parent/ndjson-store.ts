@@ -3,16 +3,17 @@
  * line. A crash can only tear the last line, which `read` ignores and the next append cuts off.
  *
  * One writer a session: the first write of a session by a store takes `<id>.jsonl.lock` (its
- * process id and the store's token) and keeps it until `release(id)` or `delete(id)`. Another
- * store, host or process that tries to write the same session is refused while that writer
- * lives; a lock whose process is gone is taken over, so a crash cannot leave it stuck. Within a
- * store, a session's writes run one after another, so lines never interleave.
+ * process id and the store's token; see ndjson-lock.ts) and keeps it until `release(id)` or
+ * `delete(id)`. Another store, host or process that tries to write the same session is refused
+ * while that writer lives; a lock whose process is gone is taken over, so a crash cannot leave it
+ * stuck. Within a store, a session's writes run one after another, so lines never interleave.
  */
 import { randomUUID } from 'node:crypto'
 import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 import { isSessionEvent } from '../protocol/validators.js'
+import { takeLock } from './ndjson-lock.js'
 import { checkSessionId, matches, readHeader, type SessionList, type SessionStore } from './store.js'
 
 const TAIL_CHUNK = 64 * 1024
@@ -115,52 +116,6 @@ export function createNdjsonStore(dir: string): SessionStore {
       file(id)
       return serial(id, () => release(id))
     },
-  }
-}
-
-interface Holder {
-  pid: number
-  store: string
-}
-
-/** Takes a session's lock, or says who holds it; a lock left by a process that is gone is taken over. */
-async function takeLock(lock: string, mine: Holder, id: string): Promise<void> {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      await writeFile(lock, JSON.stringify(mine), { flag: 'wx' })
-      return
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    }
-    const holder = await readHolder(lock)
-    if (holder && holds(holder)) {
-      const who = holder.pid === process.pid ? 'another store in this process' : `process ${holder.pid}`
-      throw new Error(
-        `session "${id}" is being written by ${who}: a transcript has one writer at a time. Close or dispose the other writer first (if none runs, delete ${lock})`,
-      )
-    }
-    await rm(lock, { force: true }) // its writer is gone
-  }
-  throw new Error(`session "${id}": could not take ${lock}, another writer keeps taking it`)
-}
-
-async function readHolder(lock: string): Promise<Holder | undefined> {
-  try {
-    const holder = JSON.parse(await readFile(lock, 'utf8')) as Partial<Holder>
-    return typeof holder.pid === 'number' && typeof holder.store === 'string' ? (holder as Holder) : undefined
-  } catch {
-    return undefined // vanished, or torn by a crash while written: no live writer
-  }
-}
-
-/** Whether the lock's writer still lives: a store of this process, or a process that exists. */
-function holds(holder: Holder): boolean {
-  if (holder.pid === process.pid) return true
-  try {
-    process.kill(holder.pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM' // it exists, and is not ours to signal
   }
 }
 

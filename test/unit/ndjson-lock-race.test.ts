@@ -3,6 +3,7 @@
  * that died, at once. Exactly one may win each time, and the lock it leaves names it, whole.
  */
 import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,6 +11,7 @@ import { createInterface } from 'node:readline'
 import type { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { createNdjsonStore } from 'subagent-worker'
 
 const RACER = fileURLToPath(new URL('../fixtures/lock-racer.mjs', import.meta.url))
 type RacerProcess = ChildProcessByStdio<Writable, Readable, null>
@@ -67,5 +69,21 @@ describe('ndjson store: the writer lock under a race', () => {
     }
     // Nothing left over beside the locks: no claim's temporary file, no take-over marker.
     expect((await readdir(dir)).sort()).toEqual(Array.from({ length: TRIALS }, (_, trial) => `race${trial}.jsonl.lock`).sort())
+  })
+
+  it('a take-over left half done by a taker that died is taken over in turn; one by a live taker refuses, naming it', async () => {
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid
+    const lock = join(dir, 's1.jsonl.lock')
+    const stale = JSON.stringify({ pid: dead, store: 'crashed' })
+    const marker = `${lock}.takeover-${createHash('sha256').update(stale).digest('hex').slice(0, 16)}`
+    await writeFile(lock, stale)
+    await writeFile(marker, JSON.stringify({ pid: process.pid, store: 'a live taker' }))
+    await expect(createNdjsonStore(dir).append('s1', [])).rejects.toThrow(
+      /session "s1" is being taken over by another store in this process \(its last writer is gone\): a transcript has one writer at a time/,
+    )
+    await writeFile(marker, JSON.stringify({ pid: dead, store: 'a taker that died' }))
+    await createNdjsonStore(dir).append('s1', [])
+    expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: process.pid })
+    expect(await readdir(dir)).toEqual(['s1.jsonl.lock'])
   })
 })
