@@ -2,7 +2,8 @@
  * What a failed AI SDK model call says, for the shared request policy (agent/retry.ts). Providers
  * report an HTTP failure as an `APICallError` (`statusCode`, `responseHeaders`, the provider's
  * message, and the URL), a connection that failed before an answer as an `APICallError` without
- * a status, and a stream cut under them as whatever the fetch threw. `@ai-sdk/provider` is never
+ * a status, and a stream cut under them as an `APICallError` of status 200 (or whatever the fetch
+ * threw) over the network error. `@ai-sdk/provider` is never
  * imported: the error is read by its shape, wherever it sits in the cause chain.
  */
 import { addressOf, answeredWith, isRetryableStatus, lostConnection, networkCauseOf, retryAfterOf } from '../agent/endpoint-failure.js'
@@ -20,15 +21,20 @@ interface CallErrorLike {
 export function judgeCallFailure(error: unknown, { started }: AttemptState, name: string): Failure | undefined {
   const call = callErrorIn(error)
   const status = call?.statusCode
-  if (status !== undefined) {
+  // A 2xx status here is a successful answer whose body failed under the provider (a cut stream).
+  if (status !== undefined && !isSuccess(status)) {
     const retryAfterMs = retryAfterOf((header) => headerOf(call?.responseHeaders, header))
     return { message: `${name}: ${answeredWith(status, call?.message)}`, retryable: isRetryableStatus(status), status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }
   }
   const address = call ? addressOf(call.url) : undefined
   const lost = networkCauseOf(error)
   if (lost) return { message: `${name}: ${lostConnection(address, lost, started)}`, retryable: true }
-  if (call) return { message: `${name}: could not reach the model endpoint ${address}: ${call.message}`, retryable: call.isRetryable !== false }
+  if (call && status === undefined) return { message: `${name}: could not reach the model endpoint ${address}: ${call.message}`, retryable: call.isRetryable !== false }
   return undefined
+}
+
+function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300
 }
 
 function callErrorIn(error: unknown): CallErrorLike | undefined {
