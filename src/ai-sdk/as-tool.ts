@@ -65,8 +65,22 @@ export async function runTool<Args>(definition: ToolDefinition<Args>, input: Arg
   try {
     return await definition.execute(input, exec)
   } catch (error) {
-    if (error instanceof ToolError) throw error
-    throw new Error(`tool "${definition.name}" failed: ${describeError(error)}`, { cause: error })
+    if (error instanceof ToolError) throw new ModelFacingError(error.message, error)
+    throw new ModelFacingError(`tool "${definition.name}" failed: ${describeError(error)}`, error)
+  }
+}
+
+/**
+ * A tool failure the model reads as its message alone: `ai` 5 and 6 send the model a thrown
+ * error's message, `ai` 7 its `toString()` ("Error: message"), so that says the message too.
+ */
+class ModelFacingError extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause })
+  }
+
+  override toString(): string {
+    return this.message
   }
 }
 
