@@ -31,8 +31,8 @@ export function asAiSdkTool<Args extends Record<string, unknown>>(definition: To
 
 // The library's own argument check, so an invalid call reads the same as in a library agent.
 const ajv = new Ajv({ allErrors: false, strict: false })
-// Both versions know a schema by Symbol.for('vercel.ai.schema'), but `ai` 5 runs `validate` only
-// on objects also marked with this one (its own jsonSchema() sets both; `ai` 6 ignores it).
+// Every version knows a schema by Symbol.for('vercel.ai.schema'), but `ai` 5 runs `validate` only
+// on objects also marked with this one (its own jsonSchema() sets both; `ai` 6 and 7 ignore it).
 const AI5_VALIDATOR = Symbol.for('vercel.ai.validator')
 
 export function inputSchemaOf<Args>(definition: ToolDefinition<Args>) {
