@@ -13,7 +13,7 @@ import type OpenAI from 'openai'
 import type { ClientOptions } from 'openai'
 import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions'
 import type { StreamChunk } from '../protocol/stream.js'
-import { addressOf, answeredWith, isRetryableStatus, lostConnection, networkCauseOf, retryAfterOf } from './endpoint-failure.js'
+import { addressOf, answeredWith, isRetryableStatus, lostConnection, networkCauseOf, providerMessage, retryAfterOf } from './endpoint-failure.js'
 import type { Model, ModelMessage, ModelRequest } from './model.js'
 import { RequestPolicy, type AttemptState, type Failure, type RequestPolicyOptions } from './retry.js'
 
@@ -118,15 +118,19 @@ export class OpenAICompatibleModel implements Model {
     const { APIConnectionError, APIError } = sdk
     const lost = error instanceof APIConnectionError || !(error instanceof APIError) ? networkCauseOf(error) : undefined
     if (lost) return { message: lostConnection(this.#address, lost, started), retryable: true }
-    if (error instanceof APIConnectionError) return { message: `could not reach the model endpoint ${this.#address}: ${error.message}`, retryable: true }
+    if (error instanceof APIConnectionError) return { message: `could not reach the model endpoint ${this.#address}: ${innermostMessage(error)}`, retryable: true }
     if (error instanceof APIError) {
       const kind = kindOf(error.error)
-      if (!error.status) return { message: `the model endpoint sent an error inside its stream${kind}`, retryable: false }
+      if (!error.status) {
+        const said = providerMessage(messageOf(error.error))
+        return { message: `the model endpoint sent an error inside its stream${said ? `: ${said}` : ''}${kind}`, retryable: false }
+      }
+      const retryAfterMs = retryAfterOf((name) => error.headers?.get(name))
       return {
         message: `${answeredWith(error.status, messageOf(error.error))}${kind}`,
         retryable: isRetryableStatus(error.status),
         status: error.status,
-        ...optional('retryAfterMs', retryAfterOf((name) => error.headers?.get(name))),
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
       }
     }
     if (error instanceof SyntaxError) return { message: 'the model endpoint sent a stream event that is not JSON', retryable: false }
@@ -150,13 +154,16 @@ function kindOf(body: unknown): string {
   return kind.length > 0 ? ` (${kind.join(', ')})` : ''
 }
 
+/** What the deepest cause says (`bad port`, where the client says only `Connection error.`). */
+function innermostMessage(error: Error): string {
+  let message = error.message
+  for (let cause: unknown = error.cause, depth = 0; cause instanceof Error && depth < 8; cause = cause.cause, depth++) message = cause.message
+  return message
+}
+
 /** The provider's message in an OpenAI-style error body: `{ message }`, or the body itself when it is text. */
 function messageOf(body: unknown): unknown {
   return typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : body
-}
-
-function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
-  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V }
 }
 
 function toMessage(message: ModelMessage): ChatCompletionMessageParam {
