@@ -24,7 +24,7 @@ interface StandardJsonSchemaLike {
   }
 }
 
-/** An AI SDK schema, as `jsonSchema()` and `zodSchema()` of `ai` 5 and 6 make it. */
+/** An AI SDK schema, as `jsonSchema()` and `zodSchema()` of `ai` 5, 6 and 7 make it. */
 interface AiSdkSchemaLike {
   readonly jsonSchema: unknown
 }
@@ -39,7 +39,7 @@ export interface ToJsonSchemaOptions {
   toJSONSchema?: (schema: never, params: { target: 'draft-7'; io: 'input' }) => unknown
 }
 
-// The AI SDK marks its schemas with this global symbol (both `ai` 5 and 6).
+// The AI SDK marks its schemas with this global symbol (`ai` 5, 6 and 7 alike).
 const AI_SDK_SCHEMA = Symbol.for('vercel.ai.schema')
 
 /** Whether `schema` comes from a schema library (zod, the AI SDK) and must be converted; a plain JSON Schema need not. */

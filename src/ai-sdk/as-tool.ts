@@ -31,8 +31,8 @@ export function asAiSdkTool<Args extends Record<string, unknown>>(definition: To
 
 // The library's own argument check, so an invalid call reads the same as in a library agent.
 const ajv = new Ajv({ allErrors: false, strict: false })
-// Both versions know a schema by Symbol.for('vercel.ai.schema'), but `ai` 5 runs `validate` only
-// on objects also marked with this one (its own jsonSchema() sets both; `ai` 6 ignores it).
+// Every version knows a schema by Symbol.for('vercel.ai.schema'), but `ai` 5 runs `validate` only
+// on objects also marked with this one (its own jsonSchema() sets both; `ai` 6 and 7 ignore it).
 const AI5_VALIDATOR = Symbol.for('vercel.ai.validator')
 
 export function inputSchemaOf<Args>(definition: ToolDefinition<Args>) {
@@ -65,8 +65,22 @@ export async function runTool<Args>(definition: ToolDefinition<Args>, input: Arg
   try {
     return await definition.execute(input, exec)
   } catch (error) {
-    if (error instanceof ToolError) throw error
-    throw new Error(`tool "${definition.name}" failed: ${describeError(error)}`, { cause: error })
+    if (error instanceof ToolError) throw new ModelFacingError(error.message, error)
+    throw new ModelFacingError(`tool "${definition.name}" failed: ${describeError(error)}`, error)
+  }
+}
+
+/**
+ * A tool failure the model reads as its message alone: `ai` 5 and 6 send the model a thrown
+ * error's message, `ai` 7 its `toString()` ("Error: message"), so that says the message too.
+ */
+class ModelFacingError extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause })
+  }
+
+  override toString(): string {
+    return this.message
   }
 }
 

@@ -1,10 +1,10 @@
 /**
  * The AI SDK language model, typed by shape: `@ai-sdk/provider` is never imported, so any
- * provider's model instance (LanguageModelV2 of `ai` 5, LanguageModelV3 of `ai` 6, a mock) fits.
+ * provider's model instance (LanguageModelV2 of `ai` 5, V3 of `ai` 6, V4 of `ai` 7, a mock) fits.
  * Only what `fromLanguageModel` sends and reads is named; everything read is checked at run time.
  */
 
-/** The subset of a prompt both specs accept alike (v3 only adds parts this library never sends). */
+/** The subset of a prompt every spec accepts alike (v3 and v4 only add parts this library never sends). */
 export type PromptMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: PromptText[] }
@@ -46,14 +46,14 @@ export interface CallOptions {
   abortSignal: AbortSignal
 }
 
-/** A stream part of either spec; its fields are checked when read. */
+/** A stream part of any spec; its fields are checked when read. */
 export interface StreamPartLike {
   readonly type: string
 }
 
-/** Any AI SDK language model instance of spec v2 (`ai` 5) or v3 (`ai` 6). */
+/** Any AI SDK language model instance of spec v2 (`ai` 5), v3 (`ai` 6) or v4 (`ai` 7). */
 export interface LanguageModelLike {
-  readonly specificationVersion: 'v2' | 'v3'
+  readonly specificationVersion: 'v2' | 'v3' | 'v4'
   readonly provider: string
   readonly modelId: string
   // A method, so provider models whose options type is wider than ours still fit.

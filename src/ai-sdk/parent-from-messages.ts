@@ -24,7 +24,7 @@ import type { AgentOptions, AgentView, ContentBlock, Host, SessionEvent, Session
  */
 export type MessagePart = { readonly type: string } | { readonly type: string; readonly [field: string]: unknown }
 
-/** An AI SDK `ModelMessage` of `ai` 5 or 6, typed by shape. */
+/** An AI SDK `ModelMessage` of `ai` 5, 6 or 7, typed by shape. */
 export type AiSdkModelMessage =
   | { readonly role: 'system'; readonly content: string }
   | { readonly role: 'user' | 'assistant'; readonly content: string | readonly MessagePart[] }

@@ -1,4 +1,4 @@
-/** A library model request as AI SDK `doStream` options (the same for spec v2 and v3). */
+/** A library model request as AI SDK `doStream` options (the same for spec v2, v3 and v4). */
 import type { ContentBlock, ModelMessage, ModelRequest } from '../index.js'
 import type { CallOptions, PromptMessage, PromptText, PromptToolCall, PromptToolResult } from './language-model.js'
 

@@ -1,6 +1,6 @@
 /**
- * AI SDK stream parts (spec v2 or v3) as library stream chunks. Text deltas and whole tool calls
- * pass; usage and the finish reason are normalised (v2: numbers and a string, v3: token objects
+ * AI SDK stream parts (spec v2, v3 or v4) as library stream chunks. Text deltas and whole tool calls
+ * pass; usage and the finish reason are normalised (v2: numbers and a string, v3 and v4: token objects
  * and `{ unified, raw }`); everything else (reasoning, tool-input deltas, sources, metadata) is
  * not part of a library step and is skipped. Anything that is not a clean finish throws.
  */
@@ -93,13 +93,13 @@ function usageOf(usage: unknown): StreamChunk | undefined {
   return { type: 'usage', inputTokens: input ?? 0, outputTokens: output ?? 0 }
 }
 
-/** v2 counts tokens as a number, v3 as `{ total, ... }`; either may be unknown. */
+/** v2 counts tokens as a number, v3 and v4 as `{ total, ... }`; either may be unknown. */
 function tokens(count: unknown): number | undefined {
   const total = typeof count === 'object' && count !== null ? (count as { total?: unknown }).total : count
   return typeof total === 'number' && Number.isFinite(total) && total >= 0 ? total : undefined
 }
 
-/** v2 gives the reason as a string, v3 as `{ unified, raw }`. */
+/** v2 gives the reason as a string, v3 and v4 as `{ unified, raw }`. */
 function finishOf(reason: unknown, name: string): FinishReason {
   const unified = typeof reason === 'object' && reason !== null ? (reason as { unified?: unknown }).unified : reason
   const raw = typeof reason === 'object' && reason !== null ? (reason as { raw?: unknown }).raw : undefined

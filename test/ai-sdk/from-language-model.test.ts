@@ -1,7 +1,8 @@
 /**
- * fromLanguageModel: the AI SDK's own mock language models of both specs (v2 of `ai` 5, v3 of
- * `ai` 6) as library models, on every transport: registered on the host (reached over the RPC
- * from a worker child) and exported by an agent module (running on the worker thread itself).
+ * fromLanguageModel: the AI SDK's own mock language models of every spec (v2 of `ai` 5, v3 of
+ * `ai` 6, v4 of `ai` 7) as library models, on every transport: registered on the host (reached
+ * over the RPC from a worker child) and exported by an agent module (running on the worker thread
+ * itself).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { defineTool, type Host, type SessionEvent } from 'subagent-worker'
@@ -22,7 +23,7 @@ describe('fromLanguageModel checks what it is given', () => {
   it('refuses a model id string and an unknown specification, saying what to pass', () => {
     expect(() => fromLanguageModel('openai/gpt-4o' as unknown as LanguageModelLike)).toThrow(/needs an AI SDK language model instance with doStream\(\)/)
     const v1 = { specificationVersion: 'v1', provider: 'p', modelId: 'm', doStream: async () => ({ stream: new ReadableStream() }) }
-    expect(() => fromLanguageModel(v1 as unknown as LanguageModelLike)).toThrow('AI SDK language model specification "v1" is not supported: fromLanguageModel handles "v2" (ai 5) and "v3" (ai 6)')
+    expect(() => fromLanguageModel(v1 as unknown as LanguageModelLike)).toThrow('AI SDK language model specification "v1" is not supported: fromLanguageModel handles "v2" (ai 5), "v3" (ai 6) and "v4" (ai 7)')
   })
 })
 
@@ -88,10 +89,10 @@ describe.each(TRANSPORTS)('fromLanguageModel, registered on the host [%s]', (tra
       expect(result.stopReason).toBe(stopReason)
     })
 
-    it.each(spec === 'v2' ? (['error', 'other', 'unknown'] as const) : (['error', 'other'] as const))(
+    it.each(spec === 'v2' ? (['error', 'other', 'unknown'] as const) : spec === 'v3' ? (['error', 'other'] as const) : (['error', 'other', 'interrupted'] as const))(
       'finish reason %s cannot be expressed: the run ends error, saying so',
       async (finish) => {
-        const said = spec === 'v3' ? ` (the provider said "raw-${finish}")` : ''
+        const said = spec === 'v2' ? '' : ` (the provider said "raw-${finish}")`
         expect(await diagnostic([{ text: 'text', finish }])).toContain(`finished with reason "${finish}"${said}, which a library step cannot express`)
       },
     )

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ModelMessage } from 'ai'
 import type { ModelMessage as Ai5ModelMessage } from 'ai5'
+import type { ModelMessage as Ai7ModelMessage } from 'ai7'
 import { ScriptedModel, SubagentDepthError, textResponse, type Host, type SessionEvent } from 'subagent-worker'
 import { parentFromMessages } from 'subagent-worker/ai-sdk'
 import { TRANSPORTS } from '../support/harness.js'
@@ -96,12 +97,17 @@ describe('parentFromMessages', () => {
     ])
   })
 
-  it('takes ai 5 messages too, and refuses what is not a message, saying where', () => {
+  it('takes ai 5 and ai 7 messages too, and refuses what is not a message, saying where', () => {
     const old: Ai5ModelMessage[] = [
       { role: 'user', content: 'hi' },
       { role: 'assistant', content: 'hello' },
     ]
+    const current: Ai7ModelMessage[] = [
+      { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'hello' }] },
+    ]
     expect(types(parentFromMessages(host, old).session.events)).toEqual(['turn/start', 'user/message', 'assistant/message', 'turn/end'])
+    expect(types(parentFromMessages(host, current).session.events)).toEqual(['turn/start', 'user/message', 'assistant/message', 'turn/end'])
     expect(() => parentFromMessages(host, [{ role: 'robot', content: 'x' } as unknown as ModelMessage])).toThrow(
       'messages[0] has the role "robot": AI SDK messages are system, user, assistant or tool',
     )

@@ -1,13 +1,16 @@
 /**
  * Parents written with the AI SDK itself: the real `generateText` of `ai` 5 (a spec v2 mock
- * model) and of `ai` 6 (a spec v3 mock model), so each test can run against both versions.
+ * model), of `ai` 6 (a spec v3 mock model) and of `ai` 7 (a spec v4 mock model), so each test can
+ * run against every supported version.
  */
 import { generateText as generateText6, stepCountIs as stepCountIs6, type ModelMessage, type ToolSet } from 'ai'
 import { MockLanguageModelV3 } from 'ai/test'
 import { generateText as generateText5, stepCountIs as stepCountIs5, type ToolSet as ToolSet5 } from 'ai5'
 import { MockLanguageModelV2 } from 'ai5/test'
+import { generateText as generateText7, stepCountIs as stepCountIs7, type ToolSet as ToolSet7 } from 'ai7'
+import { MockLanguageModelV4 } from 'ai7/test'
 
-export const VERSIONS = ['ai 5', 'ai 6'] as const
+export const VERSIONS = ['ai 5', 'ai 6', 'ai 7'] as const
 export type Version = (typeof VERSIONS)[number]
 
 /** One response of the parent's model; a function sees the prompt so far. */
@@ -62,6 +65,24 @@ export async function generate(version: Version, script: ParentScript, options: 
       },
     })
     const result = await generateText6({ model, ...(request as { prompt: string }), tools: options.tools, stopWhen: stepCountIs6(6), ...abort(options) })
+    return { text: result.text, outcomes: outcomesOf(result.steps), prompts: model.doGenerateCalls.map((call) => call.prompt as PromptMessage[]) }
+  }
+  if (version === 'ai 7') {
+    const model = new MockLanguageModelV4({
+      doGenerate: async ({ prompt }) => {
+        const reply = next(prompt as PromptMessage[])
+        const finish = reply.calls?.length ? 'tool-calls' : 'stop'
+        return {
+          content: content(reply),
+          finishReason: { unified: finish, raw: undefined },
+          usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } },
+          warnings: [],
+        }
+      },
+    })
+    // As for ai 5 below: the adapter's tools carry ai 6's types, and one build serves every version.
+    const tools = options.tools as unknown as ToolSet7
+    const result = await generateText7({ model, ...(request as { prompt: string }), tools, stopWhen: stepCountIs7(6), ...abort(options) })
     return { text: result.text, outcomes: outcomesOf(result.steps), prompts: model.doGenerateCalls.map((call) => call.prompt as PromptMessage[]) }
   }
   const model = new MockLanguageModelV2({

@@ -1,26 +1,30 @@
 /**
- * Shared set-up for the AI SDK adapter tests: the SDK's own mock language models of both specs
- * (v2 from `ai` 5, v3 from `ai` 6), stream parts and generate results written per spec, and
- * hosts closed after each file.
+ * Shared set-up for the AI SDK adapter tests: the SDK's own mock language models of every spec
+ * (v2 from `ai` 5, v3 from `ai` 6, v4 from `ai` 7), stream parts and generate results written per
+ * spec, and hosts closed after each file.
  */
 import { fileURLToPath } from 'node:url'
 import { MockLanguageModelV3, convertArrayToReadableStream as toStream6 } from 'ai/test'
 import { MockLanguageModelV2, convertArrayToReadableStream as toStream5 } from 'ai5/test'
+import { MockLanguageModelV4, convertArrayToReadableStream as toStream7 } from 'ai7/test'
 import { createHost, type Host, type HostOptions } from 'subagent-worker'
 import { hostOptions, type TransportName } from '../support/harness.js'
 
-export const SPECS = ['v2', 'v3'] as const
+export const SPECS = ['v2', 'v3', 'v4'] as const
 export type Spec = (typeof SPECS)[number]
 
 export const AI_SDK_MODULE = fileURLToPath(new URL('../fixtures/ai-sdk-module.mjs', import.meta.url))
 
 type V2Options = Parameters<MockLanguageModelV2['doStream']>[0]
 type V3Options = Parameters<MockLanguageModelV3['doStream']>[0]
+type V4Options = Parameters<MockLanguageModelV4['doStream']>[0]
 type PartOf<M extends { doStream(options: never): PromiseLike<{ stream: ReadableStream<unknown> }> }> =
   Awaited<ReturnType<M['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never
 export type V2Part = PartOf<MockLanguageModelV2>
 export type V3Part = PartOf<MockLanguageModelV3>
-export type Part = V2Part | V3Part
+export type V4Part = PartOf<MockLanguageModelV4>
+export type Part = V2Part | V3Part | V4Part
+export type MockModel = MockLanguageModelV2 | MockLanguageModelV3 | MockLanguageModelV4
 
 /** What a mock was called with, in the fields both specs share. */
 export interface Call {
@@ -30,7 +34,7 @@ export interface Call {
   abortSignal?: AbortSignal
 }
 
-export type FinishName = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other' | 'unknown'
+export type FinishName = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other' | 'unknown' | 'interrupted'
 
 /** One model response, written once for both specs. */
 export interface Reply {
@@ -67,7 +71,7 @@ export function partsOf(spec: Spec, reply: Reply): Part[] {
     const { input, output } = reply.usage ?? { input: 10, output: 5 }
     parts.push(
       spec === 'v2'
-        ? { type: 'finish', finishReason: finish, usage: { inputTokens: input, outputTokens: output, totalTokens: input + output } }
+        ? { type: 'finish', finishReason: finish as 'stop', usage: { inputTokens: input, outputTokens: output, totalTokens: input + output } }
         : {
             type: 'finish',
             finishReason: { unified: finish as 'stop', raw: `raw-${finish}` },
@@ -82,7 +86,8 @@ export function partsOf(spec: Spec, reply: Reply): Part[] {
 }
 
 export function streamOf(spec: Spec, parts: Part[]): ReadableStream<Part> {
-  return spec === 'v2' ? toStream5(parts as V2Part[]) : toStream6(parts as V3Part[])
+  if (spec === 'v2') return toStream5(parts as V2Part[])
+  return spec === 'v3' ? toStream6(parts as V3Part[]) : toStream7(parts as V4Part[])
 }
 
 /** A spec v3 stream of one reply, typed for MockLanguageModelV3. */
@@ -91,7 +96,7 @@ export function v3Stream(reply: Reply): ReadableStream<V3Part> {
 }
 
 /** A mock language model of `spec`; each doStream call takes the next script entry. */
-export function mockModel(spec: Spec, script: StreamScript[]): MockLanguageModelV2 | MockLanguageModelV3 {
+export function mockModel(spec: Spec, script: StreamScript[]): MockModel {
   let index = 0
   const respond = async (call: Call): Promise<{ stream: ReadableStream<Part> }> => {
     const entry = script[index++]
@@ -102,10 +107,13 @@ export function mockModel(spec: Spec, script: StreamScript[]): MockLanguageModel
   if (spec === 'v2') {
     return new MockLanguageModelV2({ doStream: async (options: V2Options) => (await respond(options as Call)) as { stream: ReadableStream<V2Part> } })
   }
-  return new MockLanguageModelV3({ doStream: async (options: V3Options) => (await respond(options as Call)) as { stream: ReadableStream<V3Part> } })
+  if (spec === 'v3') {
+    return new MockLanguageModelV3({ doStream: async (options: V3Options) => (await respond(options as Call)) as { stream: ReadableStream<V3Part> } })
+  }
+  return new MockLanguageModelV4({ doStream: async (options: V4Options) => (await respond(options as Call)) as { stream: ReadableStream<V4Part> } })
 }
 
-export function callsOf(model: MockLanguageModelV2 | MockLanguageModelV3): Call[] {
+export function callsOf(model: MockModel): Call[] {
   return model.doStreamCalls as Call[]
 }
 

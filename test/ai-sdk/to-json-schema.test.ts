@@ -1,9 +1,10 @@
-/** toJsonSchema: JSON Schema, zod 4 and AI SDK schemas (of `ai` 5 and 6) to one checked JSON Schema. */
+/** toJsonSchema: JSON Schema, zod 4 and AI SDK schemas (of `ai` 5, 6 and 7) to one checked JSON Schema. */
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import * as zm from 'zod/mini'
 import { jsonSchema, zodSchema } from 'ai'
 import { jsonSchema as jsonSchema5, zodSchema as zodSchema5 } from 'ai5'
+import { jsonSchema as jsonSchema7, zodSchema as zodSchema7 } from 'ai7'
 import { toJsonSchema, UnsupportedSchemaError } from 'subagent-worker'
 
 const CITY = { type: 'object', properties: { city: { type: 'string' }, population: { type: 'integer', minimum: 0 } }, required: ['city'] }
@@ -30,8 +31,10 @@ describe('toJsonSchema', () => {
   it.each([
     ['ai 6 jsonSchema()', jsonSchema(CITY as Parameters<typeof jsonSchema>[0]), CITY],
     ['ai 5 jsonSchema()', jsonSchema5(CITY as Parameters<typeof jsonSchema5>[0]), CITY],
+    ['ai 7 jsonSchema()', jsonSchema7(CITY as Parameters<typeof jsonSchema7>[0]), CITY],
     ['ai 6 zodSchema()', zodSchema(ZOD_CITY), { ...FROM_ZOD, additionalProperties: false }],
     ['ai 5 zodSchema()', zodSchema5(ZOD_CITY), { ...FROM_ZOD, additionalProperties: false }],
+    ['ai 7 zodSchema()', zodSchema7(ZOD_CITY), { ...FROM_ZOD, additionalProperties: false }],
     ['a lazy AI SDK schema', () => jsonSchema(CITY as Parameters<typeof jsonSchema>[0]), CITY],
   ])('converts %s', (_, schema, expected) => {
     expect(toJsonSchema(schema)).toEqual(expected)

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, defineTool, OpenAICompatibleModel, type Host, type OpenAICompatibleOptions } from 'subagent-worker'
 import { hostOptions, TRANSPORTS } from '../support/harness.js'
+import { deadEndpoint } from '../support/model-server.js'
 
 type Handler = (body: Record<string, unknown>, req: IncomingMessage, res: ServerResponse) => void
 const cleanups: Array<() => Promise<void>> = []
@@ -175,7 +176,7 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     ])
     const { result } = await delegate(hostWith(transport, api.url))
     expect(result.stopReason).toBe('error')
-    expect(result.diagnostic).toContain('the model endpoint sent an error inside its stream (rate_limit_error, rate_limit_exceeded)')
+    expect(result.diagnostic).toBe('model stream failed: the model endpoint sent an error inside its stream: Rate limit reached for [redacted] (rate_limit_error, rate_limit_exceeded)')
     expect(result.diagnostic).not.toContain('sk-test-key')
     expect(result.output).toEqual([{ type: 'text', text: 'Hel' }])
   })
@@ -228,7 +229,7 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     const api = await server([(_, __, res) => res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"The model gpt-test does not exist","type":"invalid_request_error","code":"model_not_found"}}')])
     const { result } = await delegate(hostWith(transport, api.url, { maxRetries: 0 }))
     expect(result.stopReason).toBe('error')
-    expect(result.diagnostic).toContain('the model endpoint answered HTTP 404 (invalid_request_error, model_not_found)')
+    expect(result.diagnostic).toBe('model stream failed: the model endpoint answered HTTP 404: The model gpt-test does not exist (invalid_request_error, model_not_found)')
   })
 
   it('an endpoint that goes silent mid-stream is abandoned after timeoutMs, and the child ends error saying so', async () => {
@@ -249,18 +250,52 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     const api = await server([() => {}, () => {}])
     const { result } = await delegate(hostWith(transport, api.url, { timeoutMs: 200, maxRetries: 1 }))
     expect(result.stopReason).toBe('error')
-    expect(result.diagnostic).toContain('did not answer within 200 ms (timeoutMs), after its retries')
+    expect(result.diagnostic).toBe('model stream failed: the model endpoint did not answer within 200 ms (timeoutMs), after 1 retry')
     expect(api.bodies).toHaveLength(2)
   })
 
-  it('an endpoint nobody listens on is a connection failure naming its cause', async () => {
-    const gone = createServer()
-    await new Promise<void>((resolve) => gone.listen(0, '127.0.0.1', resolve))
-    const { port } = gone.address() as AddressInfo
-    await new Promise((resolve) => gone.close(resolve))
-    const { result } = await delegate(hostWith(transport, `http://127.0.0.1:${port}/v1`, { maxRetries: 0 }))
+  it('an endpoint nobody listens on is a connection failure naming its address and cause', async () => {
+    const url = await deadEndpoint()
+    const { result } = await delegate(hostWith(transport, url, { maxRetries: 0 }))
     expect(result.stopReason).toBe('error')
-    expect(result.diagnostic).toContain('could not reach the model endpoint (ECONNREFUSED)')
+    expect(result.diagnostic).toBe(`model stream failed: could not reach the model endpoint ${url}: ECONNREFUSED`)
+  })
+
+  it('a connection closed before any answer is retried, and said to be closed, not unreachable', async () => {
+    // destroy() drops what was written: the client reads no byte of an answer.
+    const drop: Handler = (_, __, res) => (sse(res, [text('never seen')], false), res.socket!.destroy())
+    const api = await server([drop, drop])
+    const { result } = await delegate(hostWith(transport, api.url, { maxRetries: 1 }))
+    expect(result.diagnostic).toBe(`model stream failed: the model endpoint ${api.url} closed the connection before answering (UND_ERR_SOCKET: other side closed), after 1 retry`)
+    expect(api.bodies).toHaveLength(2)
+  })
+
+  it('a stream cut after a chunk reached the child is reported as cut and never sent again', async () => {
+    let opened!: (res: ServerResponse) => void
+    const open = new Promise<ServerResponse>((resolve) => (opened = resolve))
+    const api = await server([(_, __, res) => (sse(res, [text('The answer is')], false), opened(res))])
+    const host = hostWith(transport, api.url)
+    const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test' } })
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal })
+    const res = await open
+    while (!host.agents.get(run.id)!.session.events.some((e) => e.type === 'assistant/chunk')) await new Promise((r) => setTimeout(r, 5))
+    res.socket!.destroy()
+    const result = await run.result
+    await run.dispose()
+    expect(result).toEqual({
+      output: [{ type: 'text', text: 'The answer is' }],
+      stopReason: 'error',
+      diagnostic: "model stream failed: the model endpoint's stream was cut after part of the answer had reached the child (UND_ERR_SOCKET: other side closed), so the request was not retried",
+    })
+    expect(api.bodies).toHaveLength(1)
+  })
+
+  it('a 5xx is retried with backoff, and still failing names its status and the provider message', async () => {
+    const down: Handler = (_, __, res) => res.writeHead(502, { 'content-type': 'application/json' }).end('{"error":{"message":"Bad gateway upstream"}}')
+    const api = await server([down, down, down])
+    const { result } = await delegate(hostWith(transport, api.url))
+    expect(result.diagnostic).toBe('model stream failed: the model endpoint answered HTTP 502: Bad gateway upstream, after 2 retries')
+    expect(api.bodies).toHaveLength(3)
   })
 
   it('body fields are merged into every request, and maxTokensField names the token cap', async () => {
