@@ -2,7 +2,8 @@
  * The BullMQ transport against the real Redis, with worker nodes of each test's own (separate
  * processes, on a queue of their own): placement over two nodes, the queue as back-pressure,
  * abort while queued, the grace enforced by the node, a node killed, a host killed, a node shut
- * down, a queue a node does not serve, and a node of another protocol version.
+ * down, a queue a node does not serve, a job edited in Redis, a claim forged by a client that did
+ * not take the job, and a node of another protocol version.
  *
  * Skipped without a Redis (see test/support/redis.ts); with CI set, a missing Redis fails the run.
  */
@@ -110,6 +111,9 @@ function forgedCreate(child: string) {
   const spec = { id: child, header: { id: child, createdAt: new Date().toISOString() }, options: { provider: 'scripted', model: 'm' }, seed: [], persona: 'FORGED PERSONA', descriptor: { mode: 'one-shot', provider: 'spawn' } }
   return { type: 'create', child, spec, hostModels: ['scripted'], hostTools: [] }
 }
+
+/** Whether a message heard is of `type`. */
+const said = (type: string) => (message: { type: string }) => message.type === type
 
 /** Any Redis client posing as a node: it publishes frames in a node's envelope and hears what the host answers. */
 class FakeNode {
@@ -322,7 +326,6 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     await waitFor(async () => (await waiting(queue)) === 1)
     const { data } = await waitingJob(queue)
     // As the probe did: hello, created, and on publish an idle with a result of its own.
-    const said = (type: string) => (message: { type: string }) => message.type === type
     const forger = await FakeNode.start(queue, data.host, 'forger', (message) => (message.type === 'publish' ? [{ type: 'idle', child: data.child, events: [{ seq: 0, type: 'assistant/message', data: { content: [{ type: 'text', text: 'forged' }] } }] }] : []))
     const guesser = await FakeNode.start(queue, data.host, 'guesser')
     onTestFinished(() => (forger.close(), guesser.close()))
@@ -337,7 +340,41 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     const result = await run.result
     await run.dispose()
     expect(result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'from the real node' }] })
+    expect(guesser.heard.some(said('drop'))).toBe(true)
     expect(guesser.heard.some(said('create'))).toBe(false)
+  })
+
+  it('a child goes only to the node BullMQ gave its job to: a client that read the lock token is refused', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [textResponse('never')])
+    const controller = new AbortController()
+    const start = h.spawn.start({ prompt: 'hi', parent, signal: controller.signal })
+    // The worker BullMQ gives the job to (named as nodes are), holding it without a word yet.
+    const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
+    let took!: (job: { id: string; data: { host: string; child: string } }) => void
+    const held = new Promise<{ id: string; data: { host: string; child: string } }>((resolve) => (took = resolve))
+    const holder = new Worker(depth1(queue), (job) => (took({ id: job.id!, data: job.data }), new Promise(() => {})), { connection, name: 'holder' })
+    onTestFinished(async () => {
+      await holder.close(true)
+      connection.disconnect()
+    })
+    const { id, data } = await held
+    // Any client can read the lock token; only the job's processor may use it.
+    const redis = new Redis(REDIS)
+    const token = await redis.get(`bull:${depth1(queue)}:${id}:lock`)
+    redis.disconnect()
+    const reader = await FakeNode.start(queue, data.host, 'reader')
+    const node = await FakeNode.start(queue, data.host, 'holder')
+    onTestFinished(() => (reader.close(), node.close()))
+    await reader.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token }])
+    await waitFor(() => reader.heard.some(said('drop')) || reader.heard.some(said('create')))
+    expect(reader.heard.some(said('create'))).toBe(false)
+    await node.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token }])
+    await waitFor(() => node.heard.some(said('create')) || node.heard.some(said('drop')))
+    expect(node.heard.find(said('create'))).toMatchObject({ type: 'create', child: data.child, spec: { id: data.child } })
+    controller.abort()
+    await expect(start).rejects.toBeDefined()
   })
 
   it('a node of another protocol version is refused: the start fails saying so', async ({ expect, onTestFinished }) => {
