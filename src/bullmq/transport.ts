@@ -220,7 +220,8 @@ class BullmqTransport implements ChildTransport {
     try {
       const job = await this.#redis(queued.job!, 'add the child to the queue')
       const key = `${job.queueQualifiedName}:${job.id}`
-      const [[, lock] = [], [, processor] = []] = (await this.#redis(this.#publisher.multi().get(`${key}:lock`).hget(key, 'pb').exec(), `check node ${node}'s claim on the child's job`)) ?? []
+      const replies = await this.#redis(this.#publisher.multi().get(`${key}:lock`).hget(key, 'pb').exec(), `check node ${node}'s claim on the child's job`)
+      const [lock, processor] = (replies ?? []).map(([, value]) => value)
       return lock === token && processor === node
     } catch (error) {
       return error instanceof Error ? error : new Error(String(error))
