@@ -6,6 +6,8 @@
  *   capacity   maxThreads × childrenPerWorker per delegation depth: the BullMQ concurrency, and a
  *              job stays active until its child left, so it bounds live children, not starts.
  *   a job      read and checked; the host's link opened (hello → welcome, once per host); the
+ *              child asked for (take, with the job's lock token: the host gives it only to the
+ *              node holding the job, and the job itself says nothing of what the child is); the
  *              child placed on a thread; the job ends when the child leaves the node.
  *   faults     a thread that dies, or is terminated after the grace, ends its children and the
  *              host hears how (`ended`); a host that falls silent has its children let go; a
@@ -17,7 +19,6 @@ import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import { Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
-import { toWireError } from '../protocol/error.js'
 import type { RunnerConfig } from '../protocol/messages.js'
 import type { Fault } from '../parent/channel.js'
 import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
@@ -151,8 +152,10 @@ class Node implements WorkerNode {
       throw error.message.startsWith(this.#label) ? error : new Error(this.#unreachable(error), { cause: error })
     })
     for (let depth = 1; depth <= QUEUE_DEPTHS; depth++) {
-      const worker = new Worker(queueName(queue, depth), (job: Job) => this.#run(job, depth), {
+      const worker = new Worker(queueName(queue, depth), (job: Job, token?: string) => this.#run(job, depth, token), {
         connection: this.#jobs,
+        // BullMQ records it on each job it gives this node (processedBy): the host checks a take against it.
+        name: this.id,
         concurrency: this.capacity,
         // A child runs at most once: a job whose node died is failed, not handed to another node.
         maxStalledCount: 0,
@@ -189,31 +192,30 @@ class Node implements WorkerNode {
     await Promise.all([quit(this.#publisher, bound), quit(this.#subscriber, bound), quit(this.#jobs, bound)])
   }
 
-  /** One job: one child, from its host's welcome to its leaving the node. */
-  async #run(job: Job, depth: number): Promise<void> {
+  /** One job: one child, from asking its host for it to its leaving the node. */
+  async #run(job: Job, depth: number, token: string | undefined): Promise<void> {
     const read = readJob(job.data)
     if (read instanceof Error) throw read // the job fails, visibly in BullMQ; no host can be told
-    const { host, create } = read
-    const link = this.#linkTo(host)
-    let config: RunnerConfig
-    try {
-      config = await link.welcome
-    } catch {
-      return // the host is gone: nothing ran
-    }
+    if (token === undefined) throw new Error('BullMQ gave the job without a lock token: this node cannot prove it holds it')
+    const link = this.#linkTo(read.host)
+    // The job only names the child: what it is, the host says, and only to the node holding the job.
+    const taken = await link.take(read.child, token)
+    if (!taken) return // refused (the host gave up on it, or never queued it) or the host is gone: nothing ran
+    const { create, signal } = taken
+    const config = await link.welcome // always before the host's answer: the welcome opens its side of the link
     const agentModule = this.#moduleFor(config.agentModule)
-    if (agentModule instanceof Error) return link.send({ type: 'create-failed', child: create.child, error: toWireError(agentModule) })
+    if (agentModule instanceof Error) return link.createFailed(create.child, agentModule)
     const pool = this.#poolFor(depth, config)
     const graceMs = config.abortGraceMs ?? 2000
     let child: RelayedChild
     try {
-      child = await pool.place(link.signal, (thread) => {
+      child = await pool.place(signal, (thread) => {
         const relayed = new RelayedChild(create, link, thread, graceMs)
         link.adopt(relayed)
         return relayed
       })
     } catch (error) {
-      if (!link.ended) link.send({ type: 'create-failed', child: create.child, error: toWireError(error) })
+      if (!signal.aborted) link.createFailed(create.child, error)
       return
     }
     await child.done

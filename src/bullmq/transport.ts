@@ -2,12 +2,14 @@
  * The host's side of the BullMQ transport: children run on worker nodes (`subagent-worker node`)
  * that take them from a BullMQ queue on Redis, one job per child.
  *
- *   start      the child's create message is a job in the queue of its depth; the start waits
- *              there (BullMQ's waiting list is the back-pressure) until a node takes it. The
- *              node's first word about the child claims it: the host adopts it on that node's
- *              link, and the run goes on as on any runner (created, publish, events, rpc ...).
- *   abort      while queued, the job is removed; if a node took it meanwhile, its claim is
- *              refused and the node drops the child. After publication, as on threads: a
+ *   start      a job naming the child (and this host) waits in the queue of its depth (BullMQ's
+ *              waiting list is the back-pressure) until a node takes it. The node then asks for
+ *              the child (`take`, with the job's lock token): the first node that holds the job's
+ *              lock is given it, its create message sent over that node's link, and the run goes
+ *              on as on any runner (created, publish, events, rpc ...). The job carries no spec:
+ *              what a child is comes from this host only.
+ *   abort      while queued, the job is removed; if a node took it meanwhile, its take is
+ *              refused and the node lets the job go. After publication, as on threads: a
  *              cooperative cancel, then the node terminates the thread after abortGraceMs.
  *   failures   a node that stops answering the heartbeat is given up on within `nodeSilenceMs`;
  *              a Redis command that does not answer in `redisTimeoutMs` fails the start that
@@ -18,15 +20,14 @@ import { randomUUID } from 'node:crypto'
 import { Queue, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { ChildSpec } from '../protocol/child.js'
-import { childOf, PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
-import type { ChannelChild, RunnerChannel } from '../parent/channel.js'
+import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
 import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
-import { createMessage, RemoteChild } from '../parent/remote-child.js'
+import { RemoteChild } from '../parent/remote-child.js'
 import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportContext } from '../parent/transport.js'
 import type { Placement } from '../parent/types.js'
 import { NodeLink } from './node-link.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
-import { childJob, decode, DEFAULT_QUEUE, encode, hostChannel, nodeChannel, queueName, validQueueName } from './wire.js'
+import { childJob, decode, DEFAULT_QUEUE, encode, hostChannel, nodeChannel, queueName, takesOf, validQueueName, type TakeMessage } from './wire.js'
 
 export interface BullmqTransportOptions {
   /** Where Redis is: a `redis://` or `rediss://` URL, or ioredis options (credentials and TLS pass through). */
@@ -121,8 +122,6 @@ class BullmqTransport implements ChildTransport {
   readonly #queues = new Map<string, Queue>()
   readonly #links = new Map<string, NodeLink>()
   readonly #queued = new Map<string, Queued>()
-  /** Children given up on while queued whose job a node took before it could be removed. */
-  readonly #unwanted = new Set<string>()
   readonly #heartbeat: NodeJS.Timeout
   readonly #sweep: NodeJS.Timeout
   #lastRedisError: Error | undefined
@@ -156,7 +155,7 @@ class BullmqTransport implements ChildTransport {
     const onAbort = () => this.#giveUp(queued, signal.reason)
     signal.addEventListener('abort', onAbort, { once: true })
     try {
-      queued.job = this.#queue(spec.header.delegationDepth ?? 1).add('child', childJob(this.#id, createMessage(spec, placement)), JOB_OPTIONS)
+      queued.job = this.#queue(spec.header.delegationDepth ?? 1).add('child', childJob(this.#id, spec.id), JOB_OPTIONS)
       queued.job.catch(() => {})
       await Promise.race([this.#redis(queued.job, 'add the child to the queue'), taken])
       const child = await taken
@@ -185,31 +184,48 @@ class BullmqTransport implements ChildTransport {
     await Promise.all([quit(this.#publisher, bound), quit(this.#subscriber, bound)])
   }
 
-  /** Stops waiting for a queued start: its job is removed, or, if a node took it already, its claim will be refused. */
+  /** Stops waiting for a queued start: its job is removed, or, if a node took it already, its take will be refused. */
   #giveUp(queued: Queued, reason: unknown): void {
     const id = queued.spec.id
     if (this.#queued.get(id) !== queued) return
     this.#queued.delete(id)
     queued.failed(reason)
-    if (!queued.job) return
-    this.#unwanted.add(id)
-    queued.job.then((job) => job.remove()).then(
-      () => this.#unwanted.delete(id),
-      () => {}, // taken by a node (a locked job cannot be removed), or Redis is gone: a claim is refused either way
-    )
+    // A locked job (a node took it) cannot be removed, and a gone Redis answers nothing: its take is refused either way.
+    void queued.job?.then((job) => job.remove()).catch(() => {})
   }
 
-  /** A node's first word about a child: adopted on its link when still wanted. */
-  #claim(id: string, channel: RunnerChannel): ChannelChild | 'unwanted' | undefined {
+  /**
+   * A node asks for a child it took from the queue. It is given the child (the create goes over its
+   * link) when the child still waits and the node holds the job: the token it tells is the job's
+   * lock in Redis, and the job names it as its processor. First match wins; anything else is
+   * refused, so a client that read the job but did not take it gets nothing and decides nothing.
+   */
+  async #take({ child: id, token }: TakeMessage, link: NodeLink): Promise<void> {
     const queued = this.#queued.get(id)
-    if (queued) {
-      this.#queued.delete(id)
-      const graceMs = this.#context.abortGraceMs + NODE_GRACE_MARGIN_MS
-      const child = new RemoteChild(queued.spec, queued.mirror, channel, { placement: queued.placement, graceMs, announced: true })
-      queued.claimed(child)
-      return child
+    if (!queued) return link.refuse(id)
+    const holds = await this.#holds(queued, token, link.node)
+    if (holds instanceof Error) this.#giveUp(queued, holds)
+    if (holds !== true || this.#queued.get(id) !== queued || link.ended) return link.refuse(id)
+    this.#queued.delete(id)
+    const graceMs = this.#context.abortGraceMs + NODE_GRACE_MARGIN_MS
+    queued.claimed(new RemoteChild(queued.spec, queued.mirror, link.channel, { placement: queued.placement, graceMs }))
+  }
+
+  /**
+   * Whether `node` holds the queued child's job: BullMQ set the job's lock to the token of the
+   * worker it gave the job to, and its processedBy to that worker's name (the node's id), in one
+   * script. An Error when Redis cannot say: the start cannot go on without knowing.
+   */
+  async #holds(queued: Queued, token: string, node: string): Promise<boolean | Error> {
+    try {
+      const job = await this.#redis(queued.job!, 'add the child to the queue')
+      const key = `${job.queueQualifiedName}:${job.id}`
+      const replies = await this.#redis(this.#publisher.multi().get(`${key}:lock`).hget(key, 'pb').exec(), `check node ${node}'s claim on the child's job`)
+      const [lock, processor] = (replies ?? []).map(([, value]) => value)
+      return lock === token && processor === node
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error))
     }
-    return this.#unwanted.delete(id) ? 'unwanted' : undefined
   }
 
   #receive(bytes: Buffer): void {
@@ -222,18 +238,18 @@ class BullmqTransport implements ChildTransport {
       // A link opens with the node's hello; anything else is from a link already ended.
       const hello = Array.isArray(frame) ? (frame[0] as { type?: unknown; v?: unknown } | undefined) : undefined
       if (hello?.type !== 'hello') return
-      if (hello.v !== PROTOCOL_VERSION) return this.#refuse(from, frame as unknown[], hello.v)
+      if (hello.v !== PROTOCOL_VERSION) return this.#refuse(from, frame, hello.v)
       link = this.#open(from)
     }
     link.receive(frame)
   }
 
-  /** A node of another protocol version: the starts it speaks of fail with the reason, and it is told bye. */
-  #refuse(node: string, frame: unknown[], version: unknown): void {
+  /** A node of another protocol version: the starts whose job it proves it holds fail with the reason, and it is told bye. */
+  #refuse(node: string, frame: unknown, version: unknown): void {
     const error = new Error(`node ${node} speaks frame protocol v${String(version)} but this host speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`)
-    for (const message of frame) {
-      const queued = this.#queued.get(childOf(message) ?? '')
-      if (queued) this.#giveUp(queued, error)
+    for (const { child, token } of takesOf(frame).takes) {
+      const queued = this.#queued.get(child)
+      if (queued) void this.#holds(queued, token, node).then((holds) => holds === true && this.#giveUp(queued, error))
     }
     void this.#publisher.publish(nodeChannel(this.#settings.queue, node), encode(this.#id, [{ type: 'bye' }])).catch(() => {})
   }
@@ -244,7 +260,7 @@ class BullmqTransport implements ChildTransport {
       node,
       config: this.#context.config,
       send: (frame: HostMessage[]) => void this.#publisher.publish(target, encode(this.#id, frame)).catch(() => {}),
-      claim: (child, channel) => this.#claim(child, channel),
+      take: (take, from) => void this.#take(take, from),
       ended: (ended) => {
         if (this.#links.get(ended.node) === ended) this.#links.delete(ended.node)
       },

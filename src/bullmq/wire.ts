@@ -1,5 +1,5 @@
 /**
- * What crosses Redis: the queues' and channels' names, the frame envelope and the job.
+ * What crosses Redis: the queues' and channels' names, the frame envelope, the job and the take.
  *
  * Frames travel by Redis pub/sub, one channel per receiver (a host's, a node's), each envelope
  * naming its sender. Pub/sub, not Streams: a round trip on loopback measured 0.12-0.18 ms against
@@ -12,7 +12,8 @@
  */
 import { deserialize, serialize } from 'node:v8'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
-import { isHostMessage } from '../protocol/validators.js'
+import { count, variant, type Wire } from '../protocol/schema.js'
+import { validator } from '../protocol/validate.js'
 
 export const DEFAULT_QUEUE = 'subagent-worker'
 
@@ -56,33 +57,43 @@ export function decode(bytes: Buffer): { from: string; frame: unknown } | Error 
 
 export type CreateMessage = Extract<HostMessage, { type: 'create' }>
 
-/** A BullMQ job: one child to build, and the host to answer. BullMQ stores data as JSON, so the create message rides V8-serialized. */
-export interface ChildJob {
-  v: number
-  host: string
-  child: string
-  create: string
+const id = { type: 'string', minLength: 1 } as const
+
+/**
+ * A BullMQ job names one child and the host to ask for it, nothing more: whoever can write to
+ * Redis can edit a job, so what the child is (its spec, tools, persona) never rides in it. The
+ * node that takes the job asks the host for the child with a `take`, and the host answers with
+ * the `create` over the link. Open, not closed: fields someone added are ignored, not obeyed.
+ */
+const ChildJob = { type: 'object', properties: { v: count, host: id, child: id }, required: ['v', 'host', 'child'] } as const
+export type ChildJob = Wire<typeof ChildJob>
+const isChildJob = validator<ChildJob>(ChildJob)
+
+/**
+ * Node → host, its first word about a job it took: the child the job names and the job's lock
+ * token, which BullMQ gave only the worker it handed the job to. The host gives the child to the
+ * first node whose token matches the job's lock in Redis. Not a runner message: it is answered by
+ * the transport (with the `create`, or a `drop`), before the child is on any channel.
+ */
+const TakeMessage = variant('take', { child: id, token: id })
+export type TakeMessage = Wire<typeof TakeMessage>
+export const isTakeMessage = validator<TakeMessage>(TakeMessage)
+
+export function childJob(host: string, child: string): ChildJob {
+  return { v: PROTOCOL_VERSION, host, child }
 }
 
-export function childJob(host: string, create: CreateMessage): ChildJob {
-  return { v: PROTOCOL_VERSION, host, child: create.child, create: serialize(create).toString('base64') }
+/** The job's host and child, or why it is not a job this node can run. */
+export function readJob(data: unknown): { host: string; child: string } | Error {
+  const v = typeof data === 'object' && data !== null ? (data as { v?: unknown }).v : undefined
+  if (v !== undefined && v !== PROTOCOL_VERSION) return new Error(`the job speaks frame protocol v${String(v)} but this node speaks v${PROTOCOL_VERSION}`)
+  if (!isChildJob(data)) return new Error(`the job is not a subagent-worker child job: ${isChildJob.explain(data, 'job')}`)
+  return { host: data.host, child: data.child }
 }
 
-/** The job's host and create message, or why it is not a job this node can run. */
-export function readJob(data: unknown): { host: string; create: CreateMessage } | Error {
-  const job = data as Partial<ChildJob> | null
-  if (typeof job !== 'object' || job === null || typeof job.host !== 'string' || typeof job.create !== 'string' || typeof job.child !== 'string') {
-    return new Error('the job is not a subagent-worker child job')
-  }
-  if (job.v !== PROTOCOL_VERSION) return new Error(`the job speaks frame protocol v${String(job.v)} but this node speaks v${PROTOCOL_VERSION}`)
-  let create: unknown
-  try {
-    create = deserialize(Buffer.from(job.create, 'base64'))
-  } catch (error) {
-    return new Error(`the job's create message could not be read: ${(error as Error).message}`)
-  }
-  if (!isHostMessage(create) || create.type !== 'create' || create.child !== job.child) {
-    return new Error(`the job's create message is malformed: ${isHostMessage.explain(create, 'create')}`)
-  }
-  return { host: job.host, create }
+/** A frame's takes apart from its runner messages (which the channel checks as it would a thread's). */
+export function takesOf(frame: unknown): { takes: TakeMessage[]; rest: unknown } {
+  if (!Array.isArray(frame)) return { takes: [], rest: frame }
+  const takes = frame.filter(isTakeMessage)
+  return takes.length === 0 ? { takes, rest: frame } : { takes, rest: frame.filter((message) => !isTakeMessage(message)) }
 }

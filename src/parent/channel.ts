@@ -51,12 +51,6 @@ export interface ChannelOptions {
   crashed(error: Error): void
   /** A child arrived or left: the runner's load changed. */
   changed(): void
-  /**
-   * A runner that takes its children from a queue (a node) speaks of a child first: the host
-   * adopts it now (the child adopts itself), or says it is no longer wanted. Absent: a message
-   * about a child not placed here is a protocol violation.
-   */
-  claim?(child: string): ChannelChild | 'unwanted' | undefined
 }
 
 /** The child a runner is stopped on account of, and what it is told; the others share the runner's fault. */
@@ -216,19 +210,9 @@ export class RunnerChannel {
           if (message.type === 'dropped') this.#dropping.delete(message.child)
           return
         }
-        const claimed = this.#options.claim?.(message.child)
-        if (claimed === 'unwanted') return this.#refuse(message)
-        if (claimed) return claimed.receive(message)
         this.#violation(`a '${message.type}' message for a child it does not host`)
       }
     }
-  }
-
-  /** A queued child the host gave up on was built after all: the runner lets it go (a child it could not build needs nothing). */
-  #refuse(message: Extract<RunnerMessage, { child: string }>): void {
-    if (message.type !== 'created') return
-    this.#dropping.add(message.child)
-    this.outbox.push({ type: 'drop', child: message.child })
   }
 
   /** The runner broke the protocol in a way no single child accounts for: it cannot be trusted. */

@@ -42,12 +42,10 @@ type Parting = 'runner-let-go' | 'drop' | 'runner-gone'
 export interface RemoteChildOptions {
   placement: Placement
   graceMs: number
-  /** The runner already holds the `create` message: it took it from a queue (a node). */
-  announced?: boolean
 }
 
 /** What builds the child on its runner: the spec and the host-placed models and tools it may call (a snapshot). */
-export function createMessage(spec: ChildSpec, placement: Placement): Extract<HostMessage, { type: 'create' }> {
+function createMessage(spec: ChildSpec, placement: Placement): Extract<HostMessage, { type: 'create' }> {
   return {
     type: 'create',
     child: spec.id,
@@ -79,7 +77,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#rpc = new RpcServer(spec.id, channel.outbox, hostCalls({ view: mirror.view, spec, placement: options.placement }))
     this.#created.promise.catch(() => {})
     channel.adopt(this)
-    if (!options.announced) channel.send(createMessage(spec, options.placement))
+    channel.send(createMessage(spec, options.placement))
   }
 
   get busy(): boolean {

@@ -28,7 +28,7 @@ import type { StreamChunkSchema } from './stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 4
+export const PROTOCOL_VERSION = 5
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count

@@ -2,24 +2,29 @@
  * The BullMQ transport against the real Redis, with worker nodes of each test's own (separate
  * processes, on a queue of their own): placement over two nodes, the queue as back-pressure,
  * abort while queued, the grace enforced by the node, a node killed, a host killed, a node shut
- * down, a queue a node does not serve, and a node of another protocol version.
+ * down, a queue a node does not serve, a job edited in Redis, a claim forged by a client that did
+ * not take the job, and a node of another protocol version.
  *
  * Skipped without a Redis (see test/support/redis.ts); with CI set, a missing Redis fails the run.
  */
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
+import { deserialize, serialize } from 'node:v8'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { describe, it } from 'vitest'
 import { createHost, ScriptedModel, textOf, textResponse, toolCallResponse, type Host, type ModelRequest, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
+import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
 import { BULLMQ } from '../support/harness.js'
 import { startTestNode, type TestNode } from '../support/nodes.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const HOST_DIES = fileURLToPath(new URL('../fixtures/remote-host-dies.mjs', import.meta.url))
 const REDIS = BULLMQ?.redis ?? ''
+/** The depth-1 BullMQ queue behind a transport's `queue`. */
+const depth1 = (queue: string) => `${queue}-v${PROTOCOL_VERSION}-depth1`
 
 /** What one test started, stopped when it ends: the tests run concurrently, each on a queue and nodes of its own. */
 class Scope {
@@ -78,12 +83,67 @@ async function waitFor(condition: () => boolean | Promise<boolean>, ms = 10_000)
 /** BullMQ's count of waiting jobs on the depth-1 queue of `queue`. */
 async function waiting(queue: string): Promise<number> {
   const connection = new Redis(REDIS)
-  const bull = new Queue(`${queue}-v4-depth1`, { connection })
+  const bull = new Queue(depth1(queue), { connection })
   try {
     return await bull.getWaitingCount()
   } finally {
     await bull.close()
     connection.disconnect()
+  }
+}
+
+
+/** The one job waiting on the depth-1 queue of `queue`: its id and data, as any Redis client can read them. */
+async function waitingJob(queue: string): Promise<{ id: string; data: { host: string; child: string } }> {
+  const connection = new Redis(REDIS)
+  const bull = new Queue(depth1(queue), { connection })
+  try {
+    const [job] = await bull.getWaiting()
+    return { id: job!.id!, data: job!.data as { host: string; child: string } }
+  } finally {
+    await bull.close()
+    connection.disconnect()
+  }
+}
+
+/** A create message a queue writer makes up: the filtered tools back, and a persona of its own. */
+function forgedCreate(child: string) {
+  const spec = { id: child, header: { id: child, createdAt: new Date().toISOString() }, options: { provider: 'scripted', model: 'm' }, seed: [], persona: 'FORGED PERSONA', descriptor: { mode: 'one-shot', provider: 'spawn' } }
+  return { type: 'create', child, spec, hostModels: ['scripted'], hostTools: [] }
+}
+
+/** Whether a message heard is of `type`. */
+const said = (type: string) => (message: { type: string }) => message.type === type
+
+/** Any Redis client posing as a node: it publishes frames in a node's envelope and hears what the host answers. */
+class FakeNode {
+  readonly heard: Array<{ type: string }> = []
+  readonly #publisher = new Redis(REDIS)
+  readonly #subscriber = new Redis(REDIS)
+
+  private constructor(readonly queue: string, readonly host: string, readonly id: string) {}
+
+  static async start(queue: string, host: string, id: string, answer: (message: { type: string; child?: string }) => unknown[] = () => []): Promise<FakeNode> {
+    const fake = new FakeNode(queue, host, id)
+    fake.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => {
+      const [, frame] = deserialize(bytes) as [string, Array<{ type: string; child?: string }>]
+      for (const message of frame) {
+        fake.heard.push(message)
+        const reply = answer(message)
+        if (reply.length > 0) void fake.send(reply)
+      }
+    })
+    await fake.#subscriber.subscribe(`${queue}:node:${id}`)
+    return fake
+  }
+
+  send(frame: unknown[]): Promise<number> {
+    return this.#publisher.publish(`${this.queue}:host:${this.host}`, serialize([this.id, frame]))
+  }
+
+  close(): void {
+    this.#publisher.disconnect()
+    this.#subscriber.disconnect()
   }
 }
 
@@ -225,7 +285,7 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     const { host: h, parent } = my.host(queue, [textResponse('never')])
     // A "node" that takes the job and goes silent: its lock is not renewed, as a dead process's is not.
     const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
-    const silent = new Worker(`${queue}-v4-depth1`, () => new Promise(() => {}), { connection, lockDuration: 500, skipLockRenewal: true })
+    const silent = new Worker(depth1(queue), () => new Promise(() => {}), { connection, lockDuration: 500, skipLockRenewal: true })
     onTestFinished(async () => {
       await silent.close(true)
       connection.disconnect()
@@ -233,22 +293,107 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     await expect(h.spawn.start({ prompt: 'hi', parent })).rejects.toThrow('the node that took this child from the queue stopped before building it')
   }, 30_000)
 
+  it('a job edited in Redis before a node takes it carries no authority: the child is the one its host made', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, model, parent } = my.host(queue, [toolCallResponse('w', 'where', {}), textResponse('done')])
+    const start = h.spawn.start({ prompt: 'where are you?', parent, persona: 'the host persona', toolFilter: { allow: [] } })
+    // No node serves the queue yet: the job waits, and a queue writer rewrites it.
+    await waitFor(async () => (await waiting(queue)) === 1)
+    const job = await waitingJob(queue)
+    const writer = new Redis(REDIS)
+    await writer.hset(`bull:${depth1(queue)}:${job.id}`, 'data', JSON.stringify({ ...job.data, create: serialize(forgedCreate(job.data.child)).toString('base64') }))
+    writer.disconnect()
+    await my.node(queue)
+    const run = await start
+    const result = await run.result
+    await run.dispose()
+    expect(result.stopReason).toBe('completed')
+    const [first, second] = model.requests
+    expect(first!.system).toContain('the host persona')
+    expect(first!.system).not.toContain('FORGED PERSONA')
+    expect(first!.tools?.map((tool) => tool.name) ?? []).not.toContain('where')
+    // The filtered module tool is refused, never run.
+    const answer = second!.messages.find((message) => message.role === 'tool')
+    expect(textOf(answer!.content)).not.toMatch(/"pid"/)
+  })
+
+  it('a claim forged by a client that did not take the job is not accepted: the node that took it runs the child', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [textResponse('from the real node')])
+    const start = h.spawn.start({ prompt: 'hi', parent })
+    await waitFor(async () => (await waiting(queue)) === 1)
+    const { data } = await waitingJob(queue)
+    // As the probe did: hello, created, and on publish an idle with a result of its own.
+    const forger = await FakeNode.start(queue, data.host, 'forger', (message) => (message.type === 'publish' ? [{ type: 'idle', child: data.child, events: [{ seq: 0, type: 'assistant/message', data: { content: [{ type: 'text', text: 'forged' }] } }] }] : []))
+    const guesser = await FakeNode.start(queue, data.host, 'guesser')
+    onTestFinished(() => (forger.close(), guesser.close()))
+    await forger.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'created', child: data.child }])
+    await guesser.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token: 'a-guessed-token' }])
+    // The host answers each: the forger is given up on (bye), the guesser is refused the child (drop).
+    await waitFor(() => forger.heard.some(said('bye')) || forger.heard.some(said('publish')))
+    await waitFor(() => guesser.heard.some(said('drop')) || guesser.heard.some(said('bye')) || forger.heard.some(said('publish')))
+    expect(forger.heard.some(said('publish'))).toBe(false)
+    await my.node(queue)
+    const run = await start
+    const result = await run.result
+    await run.dispose()
+    expect(result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'from the real node' }] })
+    expect(guesser.heard.some(said('drop'))).toBe(true)
+    expect(guesser.heard.some(said('create'))).toBe(false)
+  })
+
+  it('a child goes only to the node BullMQ gave its job to: a client that read the lock token is refused', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [textResponse('never')])
+    const controller = new AbortController()
+    const start = h.spawn.start({ prompt: 'hi', parent, signal: controller.signal })
+    // The worker BullMQ gives the job to (named as nodes are), holding it without a word yet.
+    const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
+    let took!: (job: { id: string; data: { host: string; child: string } }) => void
+    const held = new Promise<{ id: string; data: { host: string; child: string } }>((resolve) => (took = resolve))
+    const holder = new Worker(depth1(queue), (job) => (took({ id: job.id!, data: job.data }), new Promise(() => {})), { connection, name: 'holder' })
+    onTestFinished(async () => {
+      await holder.close(true)
+      connection.disconnect()
+    })
+    const { id, data } = await held
+    // Any client can read the lock token; only the job's processor may use it.
+    const redis = new Redis(REDIS)
+    const token = await redis.get(`bull:${depth1(queue)}:${id}:lock`)
+    redis.disconnect()
+    const reader = await FakeNode.start(queue, data.host, 'reader')
+    const node = await FakeNode.start(queue, data.host, 'holder')
+    onTestFinished(() => (reader.close(), node.close()))
+    await reader.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token }])
+    await waitFor(() => reader.heard.some(said('drop')) || reader.heard.some(said('create')))
+    expect(reader.heard.some(said('create'))).toBe(false)
+    await node.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token }])
+    await waitFor(() => node.heard.some(said('create')) || node.heard.some(said('drop')))
+    expect(node.heard.find(said('create'))).toMatchObject({ type: 'create', child: data.child, spec: { id: data.child } })
+    controller.abort()
+    await expect(start).rejects.toBeDefined()
+  })
+
   it('a node of another protocol version is refused: the start fails saying so', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     const { host: h, parent } = my.host(queue, [textResponse('never')])
-    // A node of frame protocol v3 that somehow took the job: it says hello in its version.
+    // A node of an older frame protocol that took the job (and holds it): it says hello in its version.
+    const old = PROTOCOL_VERSION - 1
     const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
     const publisher = new Redis(REDIS)
-    const { serialize } = await import('node:v8')
-    const old = new Worker(`${queue}-v4-depth1`, async (job) => {
+    const worker = new Worker(depth1(queue), async (job, token) => {
       const data = job.data as { host: string; child: string }
-      await publisher.publish(`${queue}:host:${data.host}`, serialize(['old-node', [{ type: 'hello', v: 3 }, { type: 'created', child: data.child }]]))
-    }, { connection })
+      await publisher.publish(`${queue}:host:${data.host}`, serialize(['old-node', [{ type: 'hello', v: old }, { type: 'take', child: data.child, token }]]))
+      await new Promise(() => {})
+    }, { connection, name: 'old-node' })
     try {
-      await expect(h.spawn.start({ prompt: 'hi', parent })).rejects.toThrow('node old-node speaks frame protocol v3 but this host speaks v4: both must come from the same version of subagent-worker')
+      await expect(h.spawn.start({ prompt: 'hi', parent })).rejects.toThrow(`node old-node speaks frame protocol v${old} but this host speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`)
     } finally {
-      await old.close()
+      await worker.close(true)
       connection.disconnect()
       publisher.disconnect()
     }

@@ -1,17 +1,19 @@
 /**
  * The two ends of a host↔node link, driven by hand (no Redis): the node's version check of the
- * host's welcome, its distrust of a malformed frame, and the host's answer to a node that built a
- * child the host gave up on while it was queued.
+ * host's welcome, its distrust of a malformed frame, its take of a child and the host's answers
+ * (the create, a refusal, a drop before the child is on a thread), and the host's distrust of a
+ * node that speaks of a child it was not given.
  */
 import { describe, expect, it } from 'vitest'
-import { HostLink } from '../../dist/bullmq/host-link.js'
-import { RunnerChannel } from '../../dist/parent/channel.js'
-import { PROTOCOL_VERSION, type HostMessage, type RunnerMessage } from '../../dist/protocol/messages.js'
+import { HostLink, type NodeMessage } from '../../dist/bullmq/host-link.js'
+import { NodeLink } from '../../dist/bullmq/node-link.js'
+import type { TakeMessage } from '../../dist/bullmq/wire.js'
+import { PROTOCOL_VERSION, type HostMessage } from '../../dist/protocol/messages.js'
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
 function hostLink() {
-  const sent: RunnerMessage[] = []
+  const sent: NodeMessage[] = []
   let ended = false
   const link = new HostLink({ host: 'h1', label: 'node n1', send: (frame) => void sent.push(...frame), ended: () => void (ended = true) })
   return { link, sent, ended: () => ended }
@@ -42,12 +44,51 @@ describe("a node's link to a host", () => {
     expect(ended()).toBe(true)
   })
 
-  it('a create over the link is refused: children come from the queue only', async () => {
+  const create = (child: string) => ({ type: 'create', child, spec: { id: child, header: { id: child, createdAt: 'now' }, options: {}, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }, hostModels: [], hostTools: [] }) as const
+  const welcome = { type: 'welcome', v: PROTOCOL_VERSION, config: { maxParallelToolCalls: 3 } } as const
+
+  it('asks for the child a job names with the job\'s lock token, and takes what the host gives', async () => {
+    const { link, sent } = hostLink()
+    const taken = link.take('c', 'lock-token')
+    await turn()
+    expect(sent).toEqual([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: 'c', token: 'lock-token' }])
+    link.receive([welcome, create('c')])
+    expect(await taken).toMatchObject({ create: create('c') })
+  })
+
+  it('a drop answering a take is a refusal: nothing is built, nothing said', async () => {
+    const { link, sent } = hostLink()
+    const taken = link.take('c', 'lock-token')
+    link.receive([welcome, { type: 'drop', child: 'c' }])
+    expect(await taken).toBeUndefined()
+    await turn()
+    expect(sent.map((message) => message.type)).toEqual(['hello', 'take'])
+  })
+
+  it('a drop after the create, before the child is on a thread: the placement stops and the host hears dropped', async () => {
+    const { link, sent } = hostLink()
+    const taken = link.take('c', 'lock-token')
+    link.receive([welcome, create('c')])
+    const { signal } = (await taken)!
+    link.receive([{ type: 'drop', child: 'c' }])
+    expect(signal.aborted).toBe(true)
+    await turn()
+    expect(sent.at(-1)).toEqual({ type: 'dropped', child: 'c' })
+  })
+
+  it('a create the node did not ask for is refused: the host is broken, and the link ends', async () => {
     const { link, sent, ended } = hostLink()
-    link.receive([{ type: 'welcome', v: PROTOCOL_VERSION, config: { maxParallelToolCalls: 3 } }])
-    link.receive([{ type: 'create', child: 'c', spec: { id: 'c', header: { id: 'c', createdAt: 'now' }, options: {}, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }, hostModels: [], hostTools: [] }])
-    expect(sent.at(-1)).toMatchObject({ type: 'fatal', error: { message: expect.stringContaining('the host sent a create message over the link') } })
+    link.receive([welcome])
+    link.receive([create('c')])
+    expect(sent.at(-1)).toMatchObject({ type: 'fatal', error: { message: 'the host sent a create message for child c, which node n1 did not ask for' } })
     expect(ended()).toBe(true)
+  })
+
+  it('a link that ends answers its open takes with nothing', async () => {
+    const { link } = hostLink()
+    const taken = link.take('c', 'lock-token')
+    link.close('the host was silent')
+    expect(await taken).toBeUndefined()
   })
 
   it('bye ends the link: the host is done with it', () => {
@@ -58,34 +99,32 @@ describe("a node's link to a host", () => {
 })
 
 describe("a host's link to a node", () => {
-  function nodeChannel(claim: (child: string) => 'unwanted' | undefined) {
+  function nodeLink() {
     const sent: HostMessage[] = []
-    const kills: Array<{ diagnostic: string }> = []
-    const channel = new RunnerChannel({
-      kind: { noun: 'node', ended: 'given up on' },
-      label: 'node n1',
-      config: { maxParallelToolCalls: 8 },
-      send: (frame) => void sent.push(...frame),
-      kill: (fault) => void kills.push(fault),
-      crashed: () => {},
-      changed: () => {},
-      claim,
-    })
-    return { channel, sent, kills }
+    const takes: TakeMessage[] = []
+    let ended = false
+    const link = new NodeLink({ node: 'n1', config: { maxParallelToolCalls: 8 }, send: (frame) => void sent.push(...frame), take: (take) => void takes.push(take), ended: () => void (ended = true) })
+    return { link, sent, takes, ended: () => ended }
   }
 
-  it('a child the host gave up on while queued, built by a node anyway, is dropped; its late messages are expected', async () => {
-    const { channel, sent, kills } = nodeChannel((child) => (child === 'late' ? 'unwanted' : undefined))
-    channel.receive([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'created', child: 'late' }])
-    await turn()
-    expect(sent).toContainEqual({ type: 'drop', child: 'late' })
-    channel.receive([{ type: 'dropped', child: 'late' }])
-    expect(kills).toEqual([])
+  it('a take goes to the transport, after the hello beside it opened the channel', () => {
+    const { link, takes, ended } = nodeLink()
+    link.receive([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: 'c', token: 't' }])
+    expect(takes).toEqual([{ type: 'take', child: 'c', token: 't' }])
+    expect(ended()).toBe(false)
   })
 
-  it('a message about a child never queued is a violation: the node is given up on', () => {
-    const { channel, kills } = nodeChannel(() => undefined)
-    channel.receive([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'created', child: 'stranger' }])
-    expect(kills).toEqual([{ stopReason: 'error', diagnostic: "protocol error: the node n1 sent a 'created' message for a child it does not host, so it was stopped" }])
+  it('a refused take is answered with a drop', async () => {
+    const { link, sent } = nodeLink()
+    link.refuse('c')
+    await turn()
+    expect(sent).toContainEqual({ type: 'drop', child: 'c' })
+  })
+
+  it('a message about a child not given to the node is a violation: the node is given up on', () => {
+    const { link, sent, ended } = nodeLink()
+    link.receive([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'created', child: 'stranger' }])
+    expect(ended()).toBe(true)
+    expect(sent).toContainEqual({ type: 'bye' })
   })
 })
