@@ -16,6 +16,7 @@ import { createJobRegistry, type JobRegistry } from './jobs.js'
 import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from './lifecycle.js'
 import { loadAgentModule } from '../agent/module-loader.js'
 import { openChildProcess } from './child-process.js'
+import { checkLimits, type ChildLimits } from './limits.js'
 import { checkAgentOptions, isNonNegativeSafeInteger } from './options.js'
 import { PoolTransport } from './pool-transport.js'
 import type { OpenEndpoint } from './runner-site.js'
@@ -34,6 +35,12 @@ export interface AgentInit {
   id?: string
   options?: AgentOptions
   header?: { cwd?: string; delegationDepth?: number; parentSession?: string }
+  /**
+   * Limits for this agent and, never widened, every child it delegates to: one budget for a whole
+   * delegation tree (CONTRACT.md §11). `maxSteps` bounds each turn; without it a turn makes at
+   * most DEFAULT_MAX_STEPS model requests.
+   */
+  limits?: ChildLimits
 }
 
 export interface Host {
@@ -206,6 +213,7 @@ export function createHost(options: HostOptions = {}): Host {
       const id = init.id === undefined ? randomUUID() : checkSessionId(init.id)
       if (agents.has(id)) throw new Error(`an agent with id "${id}" already exists on this host`)
       const agentOptions = { ...checkAgentOptions(init.options ?? {}, 'agent options') }
+      const limits = checkLimits(init.limits)
       const { provider, model } = agentOptions
       const header: SessionHeader = {
         type: 'session',
@@ -214,6 +222,7 @@ export function createHost(options: HostOptions = {}): Host {
         ...checkHeaderInit(init.header),
         ...(provider === undefined ? {} : { provider }),
         ...(model === undefined ? {} : { model }),
+        ...(limits === undefined ? {} : { limits }),
       }
       return adopt(header, agentOptions)
     },

@@ -1,0 +1,40 @@
+/**
+ * Limits (CONTRACT.md §11): checking them up front, and narrowing them as they are inherited.
+ * Enforcement lives in budget.ts (the host's tree of what each child may still spend).
+ */
+import type { LimitName } from '../agent/limit-stop.js'
+import type { ChildLimits } from '../protocol/session.js'
+import { InvalidOptionError } from './options.js'
+
+export type { ChildLimits }
+
+export const LIMIT_NAMES = ['timeoutMs', 'maxSteps', 'maxTotalTokens'] as const satisfies readonly LimitName[]
+
+/** Validates `limits` (undefined when not given); `what` prefixes the option named in errors. */
+export function checkLimits(limits: unknown, what = 'limits'): ChildLimits | undefined {
+  if (limits === undefined) return undefined
+  if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) throw new InvalidOptionError(what, limits, 'an object { timeoutMs?, maxSteps?, maxTotalTokens? }')
+  const checked: ChildLimits = {}
+  for (const key of Object.keys(limits)) {
+    if (!(LIMIT_NAMES as readonly string[]).includes(key)) throw new InvalidOptionError(`${what}.${key}`, (limits as Record<string, unknown>)[key], `left out: the limits are ${LIMIT_NAMES.join(', ')}`)
+  }
+  for (const name of LIMIT_NAMES) {
+    const value = (limits as Record<string, unknown>)[name]
+    if (value === undefined) continue
+    if (!Number.isSafeInteger(value) || (value as number) < 1) throw new InvalidOptionError(`${what}.${name}`, value, 'a positive safe integer')
+    checked[name] = value as number
+  }
+  return checked
+}
+
+/** The smallest of each limit any of these gives: a child's limits never widen its parent's. */
+export function narrowest(...sources: Array<ChildLimits | undefined>): ChildLimits {
+  const out: ChildLimits = {}
+  for (const source of sources) {
+    for (const name of LIMIT_NAMES) {
+      const value = source?.[name]
+      if (value !== undefined && (out[name] === undefined || value < out[name])) out[name] = value
+    }
+  }
+  return out
+}
