@@ -16,7 +16,7 @@ import { PromptSections } from './prompt.js'
 import { Session } from './session.js'
 import { refusalOf, renderToolValue, ToolError, toolSchema, ToolScope, unknownTool, valueTooDeep, type ToolExecution, type ToolSource } from './tools.js'
 import { readTurns, stopReasonOf } from './outcome.js'
-import { asLimitReason, limitDiagnostic, limitStop } from './limit-stop.js'
+import { asLimitReason, limitDiagnostic, limitReason, limitStop, type LimitReason } from './limit-stop.js'
 import type { Agent, AgentOptions, AgentView, TurnOutcome } from './view.js'
 
 export { messageOf }
@@ -37,6 +37,8 @@ export interface AgentEnvironment {
   delegated: boolean
   /** Awaited before a turn's first step (the host's agent module loading). */
   ready?: Promise<unknown>
+  /** Asked before every model request: a limit the host says is spent ends the turn instead. */
+  admit?: () => LimitReason | undefined
 }
 
 export interface StepContext {
@@ -71,6 +73,9 @@ export class AgentRuntime implements Agent {
   readonly #observers: ToolResultObserver[] = []
   readonly #history: ModelMessage[] = []
   #projected = 0
+  /** The agent's own tokens so far (its steps, never a fork seed's), counted incrementally. */
+  #spent = 0
+  #counted = 0
   #idle: Promise<void> | undefined
   #turn: AbortController | undefined
   readonly #view: AgentView
@@ -81,6 +86,7 @@ export class AgentRuntime implements Agent {
     this.id = init.id
     this.options = init.options
     this.session = new Session(init.header, init.seed)
+    this.#counted = init.header.seedLength ?? 0
     this.tools = new ToolScope(env.tools)
     this.#env = env
     this.#view = init.view ?? this
@@ -167,6 +173,8 @@ export class AgentRuntime implements Agent {
       if (steps > 0) await nextMacrotask()
       if (signal.aborted) return aborted(signal)
       if (steps >= maxSteps) return limitStop('maxSteps', maxSteps)
+      const refused = this.#refusal()
+      if (refused) return { kind: 'aborted', reason: refused }
       for (const contribution of this.#beforeModelRequest) contribution()
       const { beforeStep } = this.#env.hooks
       if (beforeStep) {
@@ -334,6 +342,24 @@ export class AgentRuntime implements Agent {
       }
     }
     return { data: { ...base, ...result }, execution, result }
+  }
+
+  /**
+   * Why no model request may be made now: the agent's own tokens reached its budget (the host
+   * stops it for its descendants' too), or the host says a limit above it is spent.
+   */
+  #refusal(): LimitReason | undefined {
+    const budget = this.session.header.limits?.maxTotalTokens
+    if (budget !== undefined) {
+      const { events } = this.session
+      for (; this.#counted < events.length; this.#counted++) {
+        const { type, data } = events[this.#counted]!
+        const usage = type === 'assistant/message' ? (data as { usage?: Usage }).usage : undefined
+        if (usage) this.#spent += usage.inputTokens + usage.outputTokens
+      }
+      if (this.#spent >= budget) return limitReason('maxTotalTokens', budget)
+    }
+    return this.#env.admit?.()
   }
 
   /**

@@ -3,7 +3,8 @@
  * Enforcement lives in budget.ts (the host's tree of what each child may still spend).
  */
 import type { LimitName } from '../agent/limit-stop.js'
-import type { ChildLimits } from '../protocol/session.js'
+import type { ChildLimits, SessionEvent, SessionHeader, Usage } from '../protocol/session.js'
+import type { SessionStore } from './store.js'
 import { InvalidOptionError } from './options.js'
 
 export type { ChildLimits }
@@ -37,4 +38,23 @@ export function narrowest(...sources: Array<ChildLimits | undefined>): ChildLimi
     }
   }
   return out
+}
+
+/**
+ * The tokens a stored agent and its descendants spent (their sessions' recorded usage): what a
+ * resumed agent's budget has already used. A fork seed is the parent's, not the agent's.
+ */
+export async function spentInTree(store: SessionStore, header: SessionHeader, events: readonly SessionEvent[]): Promise<number> {
+  let spent = 0
+  for (const event of events.slice(header.seedLength ?? 0)) {
+    const usage = event.type === 'assistant/message' ? (event.data as { usage?: Usage }).usage : undefined
+    if (usage) spent += Math.max(0, usage.inputTokens) + Math.max(0, usage.outputTokens)
+  }
+  const { sessions } = await store.list({ parentSession: header.id })
+  for (const child of sessions) {
+    if (child.id === header.id) continue
+    const stored = await store.read(child.id)
+    if (stored) spent += await spentInTree(store, stored.header, stored.events)
+  }
+  return spent
 }
