@@ -268,6 +268,7 @@ export function createHost(options: HostOptions = {}): Host {
         await jobs.killAll()
         for (const { agent } of topLevel.values()) agent.cancel({ kind: 'host-closed' })
         await Promise.allSettled([...topLevel.values()].map(({ agent }) => agent.whenIdle()))
+        for (const id of topLevel.keys()) budgets.get(id)?.end() // their deadlines with them
         await transport.close()
         const flushed = await Promise.allSettled([...topLevel.values()].map(({ writer }) => writer.close()))
         const failures = flushed.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
