@@ -11,13 +11,14 @@ export type { ChildLimits }
 
 export const LIMIT_NAMES = ['timeoutMs', 'maxSteps', 'maxTotalTokens'] as const satisfies readonly LimitName[]
 
-/** Validates `limits` (undefined when not given); `what` prefixes the option named in errors. */
-export function checkLimits(limits: unknown, what = 'limits'): ChildLimits | undefined {
+/** Validates `limits` (undefined when not given); errors name the option (`limits.timeoutMs`, ...). */
+export function checkLimits(limits: unknown): ChildLimits | undefined {
+  const what = 'limits'
   if (limits === undefined) return undefined
   if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) throw new InvalidOptionError(what, limits, 'an object { timeoutMs?, maxSteps?, maxTotalTokens? }')
   const checked: ChildLimits = {}
   for (const key of Object.keys(limits)) {
-    if (!(LIMIT_NAMES as readonly string[]).includes(key)) throw new InvalidOptionError(`${what}.${key}`, (limits as Record<string, unknown>)[key], `left out: the limits are ${LIMIT_NAMES.join(', ')}`)
+    if (!(LIMIT_NAMES as readonly string[]).includes(key)) throw new InvalidOptionError(`${what}.${key}`, (limits as Record<string, unknown>)[key], `a known limit (an unknown key: the limits are ${LIMIT_NAMES.join(', ')})`)
   }
   for (const name of LIMIT_NAMES) {
     const value = (limits as Record<string, unknown>)[name]
