@@ -16,9 +16,17 @@ import { PromptSections } from './prompt.js'
 import { Session } from './session.js'
 import { refusalOf, renderToolValue, ToolError, toolSchema, ToolScope, unknownTool, valueTooDeep, type ToolExecution, type ToolSource } from './tools.js'
 import { readTurns, stopReasonOf } from './outcome.js'
+import { asLimitReason, limitDiagnostic, limitReason, limitStop, type LimitReason } from './limit-stop.js'
 import type { Agent, AgentOptions, AgentView, TurnOutcome } from './view.js'
 
 export { messageOf }
+
+/**
+ * Model requests one turn may make when no `limits.maxSteps` is given (a header's `limits`, set by
+ * `createAgent({ limits })`, `createHost({ limits })`, a start request or the subagent tool's
+ * config): a model that always answers with a tool call ends its turn instead of looping forever.
+ */
+export const DEFAULT_MAX_STEPS = 1000
 
 export interface AgentEnvironment {
   models: { get(name: string): Model | undefined }
@@ -29,6 +37,8 @@ export interface AgentEnvironment {
   delegated: boolean
   /** Awaited before a turn's first step (the host's agent module loading). */
   ready?: Promise<unknown>
+  /** Asked before every model request: a limit the host says is spent ends the turn instead. */
+  admit?: () => LimitReason | undefined
 }
 
 export interface StepContext {
@@ -63,6 +73,9 @@ export class AgentRuntime implements Agent {
   readonly #observers: ToolResultObserver[] = []
   readonly #history: ModelMessage[] = []
   #projected = 0
+  /** The agent's own tokens so far (its steps, never a fork seed's), counted incrementally. */
+  #spent = 0
+  #counted = 0
   #idle: Promise<void> | undefined
   #turn: AbortController | undefined
   readonly #view: AgentView
@@ -73,6 +86,7 @@ export class AgentRuntime implements Agent {
     this.id = init.id
     this.options = init.options
     this.session = new Session(init.header, init.seed)
+    this.#counted = init.header.seedLength ?? 0
     this.tools = new ToolScope(env.tools)
     this.#env = env
     this.#view = init.view ?? this
@@ -88,6 +102,8 @@ export class AgentRuntime implements Agent {
     const outcome: TurnOutcome = { output, stopReason: stopReasonOf(end) }
     if (usage) outcome.usage = usage
     if (end?.kind === 'error' || end?.kind === 'blocked') outcome.diagnostic = end.message
+    const limit = end?.kind === 'aborted' ? asLimitReason(end.reason) : undefined
+    if (limit) outcome.diagnostic = limitDiagnostic(limit)
     return outcome
   }
 
@@ -150,8 +166,15 @@ export class AgentRuntime implements Agent {
 
   async #steps(signal: AbortSignal): Promise<TurnEndReason> {
     if (this.#env.ready) await this.#env.ready
-    for (;;) {
+    const maxSteps = this.session.header.limits?.maxSteps ?? DEFAULT_MAX_STEPS
+    for (let steps = 0; ; steps++) {
+      // A macrotask between steps: timers, aborts and I/O run even when every step resolves at
+      // once (a scripted or cached model); a microtask would not let them.
+      if (steps > 0) await nextMacrotask()
       if (signal.aborted) return aborted(signal)
+      if (steps >= maxSteps) return limitStop('maxSteps', maxSteps)
+      const refused = this.#refusal()
+      if (refused) return { kind: 'aborted', reason: refused }
       for (const contribution of this.#beforeModelRequest) contribution()
       const { beforeStep } = this.#env.hooks
       if (beforeStep) {
@@ -321,7 +344,29 @@ export class AgentRuntime implements Agent {
     return { data: { ...base, ...result }, execution, result }
   }
 
-  /** The conversation as the model sees it, projected from the session incrementally. */
+  /**
+   * Why no model request may be made now: the agent's own tokens reached its budget (the host
+   * stops it for its descendants' too), or the host says a limit above it is spent.
+   */
+  #refusal(): LimitReason | undefined {
+    const budget = this.session.header.limits?.maxTotalTokens
+    if (budget !== undefined) {
+      const { events } = this.session
+      for (; this.#counted < events.length; this.#counted++) {
+        const { type, data } = events[this.#counted]!
+        const usage = type === 'assistant/message' ? (data as { usage?: Usage }).usage : undefined
+        if (usage) this.#spent += usage.inputTokens + usage.outputTokens
+      }
+      if (this.#spent >= budget) return limitReason('maxTotalTokens', budget)
+    }
+    return this.#env.admit?.()
+  }
+
+  /**
+   * The conversation as the model sees it, projected from the session incrementally: the same
+   * array grows step by step, never rebuilt or copied (a model that keeps a request past its
+   * stream copies the messages it wants to keep).
+   */
   #messages(): ModelMessage[] {
     const { events } = this.session
     for (; this.#projected < events.length; this.#projected++) {
@@ -336,7 +381,7 @@ export class AgentRuntime implements Agent {
         this.#history.push({ role: 'tool', callId, name, isError, content })
       }
     }
-    return [...this.#history]
+    return this.#history
   }
 }
 
@@ -395,6 +440,10 @@ function keepable(value: unknown): { value?: unknown } {
   if (value === undefined) return {}
   const clone = tryClone(value)
   return clone ? { value: clone.value } : {}
+}
+
+function nextMacrotask(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
 }
 
 function aborted(signal: AbortSignal): TurnEndReason {

@@ -1,6 +1,6 @@
 /**
  * ScriptedModel: a deterministic model for tests, demos and benchmarks. Each request consumes the
- * next script entry; every request is recorded, signal included.
+ * next script entry; every request is recorded (its messages as they were), signal included.
  */
 import type { StreamChunk } from '../protocol/stream.js'
 import type { Model, ModelRequest } from './model.js'
@@ -33,7 +33,8 @@ export class ScriptedModel implements Model {
 
   async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
     const index = this.requests.length
-    this.requests.push(request)
+    // The loop's message list keeps growing after this request: record it as it was.
+    this.requests.push({ ...request, messages: [...request.messages] })
     const entry = this.#script[index]
     if (entry === undefined) {
       throw new Error(`ScriptedModel script exhausted: request ${index + 1} has no entry (the script has ${this.#script.length})`)

@@ -145,7 +145,7 @@ class BullmqTransport implements ChildTransport {
     if (signal.aborted) throw signal.reason
     // Nodes answer on this host's channel: it must be listened to before any node can learn of it.
     await this.#redis(this.#subscribed, 'subscribe to its Redis channel')
-    const placement = this.#context.placement()
+    const placement = this.#context.placement(spec.id)
     let claimed!: (child: RemoteChild) => void
     let failed!: (error: unknown) => void
     const taken = new Promise<RemoteChild>((resolve, reject) => ((claimed = resolve), (failed = reject)))

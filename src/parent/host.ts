@@ -16,6 +16,8 @@ import { createJobRegistry, type JobRegistry } from './jobs.js'
 import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from './lifecycle.js'
 import { loadAgentModule } from '../agent/module-loader.js'
 import { openChildProcess } from './child-process.js'
+import { Budget, meteredModel } from './budget.js'
+import { checkLimits, spentInTree, type ChildLimits } from './limits.js'
 import { checkAgentOptions, isNonNegativeSafeInteger } from './options.js'
 import { PoolTransport } from './pool-transport.js'
 import type { OpenEndpoint } from './runner-site.js'
@@ -34,6 +36,12 @@ export interface AgentInit {
   id?: string
   options?: AgentOptions
   header?: { cwd?: string; delegationDepth?: number; parentSession?: string }
+  /**
+   * Limits for this agent and, never widened, every child it delegates to: one budget for a whole
+   * delegation tree (CONTRACT.md §11). `maxSteps` bounds each turn; without it a turn makes at
+   * most DEFAULT_MAX_STEPS model requests.
+   */
+  limits?: ChildLimits
 }
 
 export interface Host {
@@ -53,7 +61,7 @@ export interface Host {
 }
 
 /** Where children run: the host's thread, worker threads or child processes (one pool per depth). */
-function transportOf(settings: HostSettings, childEnvironment: () => AgentEnvironment, placement: () => Placement): ChildTransport {
+function transportOf(settings: HostSettings, childEnvironment: () => AgentEnvironment, placement: (id: string) => Placement): ChildTransport {
   const { isolation, pool, agentModule, persona, maxParallelToolCalls, abortGraceMs, sandbox } = settings
   const config = { maxParallelToolCalls, abortGraceMs, ...(agentModule ? { agentModule: agentModule.href } : {}), ...(persona === undefined ? {} : { persona }) }
   if (settings.transport) return settings.transport.open({ abortGraceMs, config, placement })
@@ -77,6 +85,7 @@ export function createHost(options: HostOptions = {}): Host {
   const hostTools = new Map<string, ToolDefinition>()
   const agents = new Map<string, AgentView>()
   const runs = new Set<DelegationRun>()
+  const budgets = new Map<string, Budget>()
   const topLevel = new Map<string, { agent: AgentRuntime; writer: SessionWriter }>()
   const jobs = createJobRegistry()
   let loaded: AgentModule = {}
@@ -113,7 +122,12 @@ export function createHost(options: HostOptions = {}): Host {
 
   // A child sees the models and tools registered when it was created, on either transport:
   // later registrations are for later children.
-  const hostPlacement = (): Placement => ({ models: new Map(hostModels), tools: new Map(hostTools) })
+  // Its host models count against its budget: the host meters what it serves itself.
+  const hostPlacement = (id: string): Placement => {
+    const budget = budgets.get(id)
+    const models = new Map([...hostModels].map(([name, model]) => [name, budget ? meteredModel(model, budget) : model]))
+    return { models, tools: new Map(hostTools) }
+  }
   const childEnvironment = (): AgentEnvironment => {
     const models = new Map([...hostModels, ...Object.entries(loaded.models ?? {})])
     const tools = new Map<string, ToolDefinition>([...hostTools, ...(loaded.tools ?? []).map((t) => [t.name, t] as const)])
@@ -140,12 +154,17 @@ export function createHost(options: HostOptions = {}): Host {
     retire(run: DelegationRun) {
       runs.delete(run)
       agents.delete(run.id)
+      budgets.delete(run.id)
     },
+    budgets,
+    limits: settings.limits,
   }
 
   /** Registers a top-level agent whose loop runs in this thread; `events` resume a stored one. */
-  const adopt = (header: SessionHeader, agentOptions: AgentOptions, events?: SessionEvent[]): Agent => {
+  const adopt = (header: SessionHeader, agentOptions: AgentOptions, events?: SessionEvent[], spentBefore = 0): Agent => {
     const { id } = header
+    // The root of its delegation tree's budget (CONTRACT.md §11): its children inherit what it has left.
+    const budget = new Budget(undefined, header.limits ?? {}, spentBefore)
     // A resumed subagent is still delegated: it can ask nobody for approval and keeps its scope.
     const delegated = header.origin === 'subagent'
     const writer = new SessionWriter(store, header, [], events !== undefined)
@@ -154,12 +173,19 @@ export function createHost(options: HostOptions = {}): Host {
       await jobs.endJobsOf(id) // nobody could collect its background jobs once it is gone
       if (agents.get(id) === agent) agents.delete(id)
       if (topLevel.get(id)?.agent === agent) topLevel.delete(id)
+      if (budgets.get(id) === budget) budgets.delete(id)
+      budget.end()
       await writer.close()
     }
-    const agent: AgentRuntime = new AgentRuntime({ id, options: agentOptions, header, ...(events ? { seed: events } : {}), release }, { ...env, delegated })
+    const agent: AgentRuntime = new AgentRuntime({ id, options: agentOptions, header, ...(events ? { seed: events } : {}), release }, { ...env, delegated, admit: () => budget.refusal() })
     if (settings.persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: settings.persona })
     if (delegated) agent.prompt.set({ id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE })
-    agent.session.onAppend((event) => writer.append(event))
+    agent.session.onAppend((event) => {
+      writer.append(event)
+      budget.observe(event)
+    })
+    budgets.set(id, budget)
+    budget.begin({ stop: (reason) => agent.cancel(reason) }, { unref: true })
     agents.set(id, agent)
     topLevel.set(id, { agent, writer })
     return agent
@@ -206,6 +232,7 @@ export function createHost(options: HostOptions = {}): Host {
       const id = init.id === undefined ? randomUUID() : checkSessionId(init.id)
       if (agents.has(id)) throw new Error(`an agent with id "${id}" already exists on this host`)
       const agentOptions = { ...checkAgentOptions(init.options ?? {}, 'agent options') }
+      const limits = checkLimits(init.limits)
       const { provider, model } = agentOptions
       const header: SessionHeader = {
         type: 'session',
@@ -214,6 +241,7 @@ export function createHost(options: HostOptions = {}): Host {
         ...checkHeaderInit(init.header),
         ...(provider === undefined ? {} : { provider }),
         ...(model === undefined ? {} : { model }),
+        ...(limits === undefined ? {} : { limits }),
       }
       return adopt(header, agentOptions)
     },
@@ -230,7 +258,8 @@ export function createHost(options: HostOptions = {}): Host {
       // The header keeps the agent's model: options given here override it.
       const { provider, model } = stored.header
       const options = { ...(provider === undefined ? {} : { provider }), ...(model === undefined ? {} : { model }), ...checkAgentOptions(resumeOptions, 'resume options') }
-      return adopt(stored.header, options, stored.events)
+      const spent = stored.header.limits?.maxTotalTokens === undefined ? 0 : await spentInTree(store, stored.header, stored.events)
+      return adopt(stored.header, options, stored.events, spent)
     },
     on: (event, listener) => lifecycle.on(event, listener),
     close() {
@@ -239,6 +268,7 @@ export function createHost(options: HostOptions = {}): Host {
         await jobs.killAll()
         for (const { agent } of topLevel.values()) agent.cancel({ kind: 'host-closed' })
         await Promise.allSettled([...topLevel.values()].map(({ agent }) => agent.whenIdle()))
+        for (const id of topLevel.keys()) budgets.get(id)?.end() // their deadlines with them
         await transport.close()
         const flushed = await Promise.allSettled([...topLevel.values()].map(({ writer }) => writer.close()))
         const failures = flushed.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))

@@ -19,7 +19,7 @@ export function createJobTools(host: Pick<Host, 'jobs'>): ToolDefinition[] {
       case 'failed':
         return `job ${job.id} failed: ${job.detail ?? 'unknown'}`
       case 'killed':
-        return `job ${job.id} was killed`
+        return job.limit ? `job ${job.id} was killed: ${job.detail ?? `limits.${job.limit}`}` : `job ${job.id} was killed`
     }
   }
   const jobId = { job_id: { type: 'string', description: 'The job id returned when the job started.' } }
@@ -66,7 +66,7 @@ export function createJobTools(host: Pick<Host, 'jobs'>): ToolDefinition[] {
       parameters: { type: 'object', properties: {}, additionalProperties: false },
       execute(_args, exec) {
         const mine = jobs.list(exec.agent.id)
-        return mine.length === 0 ? 'no jobs' : mine.map((job) => `${job.id}  ${job.status}  ${job.description}`).join('\n')
+        return mine.length === 0 ? 'no jobs' : mine.map((job) => `${job.id}  ${job.status}${job.limit ? ` (limits.${job.limit})` : ''}  ${job.description}`).join('\n')
       },
     }),
   ]

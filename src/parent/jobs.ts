@@ -4,7 +4,15 @@
  */
 import { textOf } from '../protocol/content.js'
 import { messageOf } from '../protocol/values.js'
+import type { LimitName } from '../agent/limit-stop.js'
 import type { SubagentRun } from './types.js'
+
+/** A limit stop's diagnostic is §11's exact text; the job names the limit from it. */
+const LIMIT_DIAGNOSTIC = /^the child exceeded limits\.(timeoutMs|maxSteps|maxTotalTokens) \(/
+
+function limitOf(diagnostic: string | undefined): LimitName | undefined {
+  return diagnostic === undefined ? undefined : (LIMIT_DIAGNOSTIC.exec(diagnostic)?.[1] as LimitName | undefined)
+}
 
 export type JobStatus = 'running' | 'completed' | 'failed' | 'killed'
 
@@ -19,6 +27,8 @@ export interface JobInfo {
   output?: string
   /** Why it failed: `<stopReason>` or `<stopReason>; diagnostic: <diagnostic>`, then any dispose failure. */
   detail?: string
+  /** The limit that ended it, when one did (CONTRACT.md §11): it is then `killed`, with the diagnostic as `detail`. */
+  limit?: LimitName
 }
 
 export interface JobRegistry {
@@ -92,6 +102,11 @@ async function settle(info: JobInfo, run: SubagentRun): Promise<void> {
       info.output = textOf(output)
     } else if (stopReason === 'aborted') {
       info.status = 'killed'
+      const limit = limitOf(diagnostic)
+      if (limit) {
+        info.limit = limit
+        info.detail = diagnostic
+      }
     } else {
       info.status = 'failed'
       info.detail = diagnostic === undefined ? stopReason : `${stopReason}; diagnostic: ${diagnostic}`

@@ -25,7 +25,7 @@ export interface PoolTransportOptions {
   abortGraceMs: number
   config: RunnerConfig
   /** Host-placed models and tools (they stay in the host, reached by RPC), snapshot per child. */
-  placement: () => Placement
+  placement: (id: string) => Placement
 }
 
 /** A start whose runner died under it (not of its own doing) tries once more on another runner. */
@@ -46,7 +46,7 @@ export class PoolTransport implements ChildTransport {
   async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
     if (this.#closing) throw new Error('the host is closed: create a new host to start more subagents')
     const pool = this.#poolFor(spec.header.delegationDepth ?? 1)
-    const placement = this.#options.placement()
+    const placement = this.#options.placement(spec.id)
     for (let attempt = 1; ; attempt++) {
       const child = await pool.place(signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs: this.#options.abortGraceMs }))
       try {

@@ -10,7 +10,9 @@ import { checkToolFilter, type ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 import { isSessionEvent } from '../protocol/validators.js'
+import { Budget } from './budget.js'
 import { checkMaxDepth, childDepthOf } from './depth.js'
+import { checkLimits, type ChildLimits } from './limits.js'
 import { checkAgentOptions } from './options.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun, type Mirror } from './run.js'
@@ -32,6 +34,10 @@ export interface ProviderHost {
   track(run: DelegationRun): void
   retire(run: DelegationRun): void
   endJobsOf(id: string): Promise<void>
+  /** Every live agent's budget by id (CONTRACT.md §11): a parent's is where a child's inherits from. */
+  readonly budgets: Map<string, Budget>
+  /** The host's default limits for every child. */
+  readonly limits: ChildLimits | undefined
 }
 
 const PRE_PUBLICATION_ABORT = 'subagent request was aborted before child publication'
@@ -83,6 +89,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   for (const key of ['label', 'persona'] as const) {
     if (request[key] !== undefined && typeof request[key] !== 'string') throw new TypeError(`subagent request ${key} must be a string`)
   }
+  const requestedLimits = checkLimits(request.limits)
   const childDepth = childDepthOf(parent, maxDepth)
   const outputSchema = request.outputSchema === undefined ? undefined : toJsonSchema(request.outputSchema, { what: 'outputSchema' })
   const prompt = toContent(request.prompt)
@@ -120,6 +127,9 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
     header.cwd = cwd
   }
   if (seed.length > 0) header.seedLength = seed.length
+  const parentBudget = host.budgets.get(parent.id)
+  const inherited = Budget.inherit(parentBudget, requestedLimits, host.limits)
+  if (Object.keys(inherited.limits).length > 0) header.limits = inherited.limits
   const spec: ChildSpec = {
     id,
     header,
@@ -135,22 +145,32 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   // The mirror shares the seed's (immutable) events but not the array the child appends to.
   const mirror: Mirror = { id, options, session: { header, events: [...seed] } }
   let writer: SessionWriter | undefined
+  // Known before the child is built: its host-placed models are metered by it from the first request.
+  const budget = new Budget(parentBudget, inherited.limits)
+  host.budgets.set(id, budget)
+  const dropBudget = () => {
+    budget.end()
+    host.budgets.delete(id)
+  }
   const childMirror = {
     view: mirror,
     append(event: SessionEvent) {
       mirror.session.events.push(event)
       writer?.append(event)
+      budget.observe(event)
     },
   }
   let handle: ChildHandle
   try {
     handle = await host.transport.create(spec, childMirror, signal)
   } catch (error) {
+    dropBudget()
     if (signal.aborted) throw abortedBeforePublication(signal)
     if (host.closed()) throw hostClosed()
     throw error
   }
   if (signal.aborted || host.closed()) {
+    dropBudget()
     await handle.rollback()
     throw signal.aborted ? abortedBeforePublication(signal) : hostClosed()
   }
@@ -161,7 +181,20 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   const started: SubagentStartEvent = { runId, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: parent.id, depth: childDepth }
   host.lifecycle.emit('subagent/start', started)
   const delegation = new DelegationRun(
-    { started, handle, mirror, record: (event) => childMirror.append(event), writer, prompt, signal, structuredRequested: spec.outputSchema !== undefined, seedLength: seed.length, options },
+    {
+      started,
+      handle,
+      mirror,
+      record: (event) => childMirror.append(event),
+      writer,
+      prompt,
+      signal,
+      structuredRequested: spec.outputSchema !== undefined,
+      seedLength: seed.length,
+      options,
+      budget,
+      ...(inherited.spent ? { spent: inherited.spent } : {}),
+    },
     { lifecycle: host.lifecycle, retire: (r) => host.retire(r), endJobsOf: (owner) => host.endJobsOf(owner) },
   )
   host.track(delegation)

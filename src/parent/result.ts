@@ -1,4 +1,5 @@
 /** Result extraction (CONTRACT.md §3): only the child's own events, never the fork seed. */
+import { asLimitReason, limitDiagnostic } from '../agent/limit-stop.js'
 import { readTurns, stopReasonOf } from '../agent/outcome.js'
 import type { SessionEvent, TurnEndReason } from '../protocol/session.js'
 import type { SubagentResult, SubagentStopReason } from './types.js'
@@ -52,6 +53,10 @@ function diagnosticOf(end: TurnEndReason | undefined, context: ExtractionContext
     case 'blocked':
     case 'error':
       return end.message
+    case 'aborted': {
+      const limit = asLimitReason(end.reason)
+      return limit ? limitDiagnostic(limit) : undefined
+    }
     default:
       return undefined
   }

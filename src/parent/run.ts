@@ -5,6 +5,8 @@
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
+import { limitDiagnostic, type LimitReason } from '../agent/limit-stop.js'
+import type { Budget } from './budget.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { diagnosticText, extractResult, type ChildOutcome } from './result.js'
 import type { SessionWriter } from './store.js'
@@ -37,6 +39,10 @@ export interface RunInit {
   structuredRequested: boolean
   seedLength: number
   options: AgentOptions
+  /** The child's node in the host's budget tree: its deadline, steps and tokens (CONTRACT.md §11). */
+  budget: Budget
+  /** A limit an ancestor had already spent when the child was published: it never runs. */
+  spent?: LimitReason
 }
 
 export class DelegationRun implements SubagentRun {
@@ -45,6 +51,8 @@ export class DelegationRun implements SubagentRun {
   readonly #init: RunInit
   readonly #hooks: RunHooks
   #cancelled = false
+  /** The limit the host stopped the child for, when it did (first cancel wins, as in the child's turn). */
+  #limit: LimitReason | undefined
   #disposal: Promise<void> | undefined
   readonly #publishedAt = performance.now()
   readonly #onAbort = () => {
@@ -59,14 +67,18 @@ export class DelegationRun implements SubagentRun {
     this.id = init.mirror.id
     const { signal } = init
     // The hand-off gap: an abort that landed after publication, before this listener existed,
-    // must not reject start(); the child never runs and the run reports `aborted`.
-    if (signal.aborted) {
+    // must not reject start(); the child never runs and the run reports `aborted`. So does a child
+    // whose ancestors' budget was already spent.
+    if (signal.aborted || init.spent) {
       this.#cancelled = true
-      this.result = Promise.resolve({ output: [], stopReason: 'aborted' })
+      this.#limit = signal.aborted ? undefined : init.spent
+      this.result = Promise.resolve(this.#limit ? { output: [], stopReason: 'aborted', diagnostic: limitDiagnostic(this.#limit) } : { output: [], stopReason: 'aborted' })
     } else {
       signal.addEventListener('abort', this.#onAbort, { once: true })
+      init.budget.begin({ stop: (reason) => this.#limitStop(reason) })
       this.result = this.#drive()
     }
+    this.result.finally(() => init.budget.end()).catch(() => {})
     this.result.then(
       (result) => this.#ended(result),
       (error: unknown) => this.#ended({ output: [], stopReason: 'error', diagnostic: `the run failed: ${error instanceof Error ? error.message : String(error)}` }),
@@ -86,12 +98,18 @@ export class DelegationRun implements SubagentRun {
     try {
       const outcome = await handle.run(prompt)
       if (outcome.fault) this.#closeTurn(outcome.fault)
-      return extractResult(mirror.session.events, outcome, {
+      const result = extractResult(mirror.session.events, outcome, {
         seedLength,
         cancelled: this.#cancelled,
         structuredRequested,
         ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
       })
+      // The host's own account of a limit stop, whatever the child recorded (or failed to, if its runner was stopped).
+      if (this.#limit && result.stopReason !== 'completed') {
+        result.stopReason = 'aborted'
+        result.diagnostic = limitDiagnostic(this.#limit)
+      }
+      return result
     } finally {
       this.#init.signal.removeEventListener('abort', this.#onAbort)
     }
@@ -108,8 +126,22 @@ export class DelegationRun implements SubagentRun {
     while (turn >= this.#init.seedLength && events[turn]!.type !== 'turn/start' && events[turn]!.type !== 'turn/end') turn--
     if (turn < this.#init.seedLength || events[turn]!.type !== 'turn/start') return
     const diagnostic = diagnosticText(fault.diagnostic)
-    const reason = fault.stopReason === 'aborted' ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } } : { kind: 'error', message: diagnostic }
+    // A child stopped for a limit records the limit's reason, as a cooperative stop would have,
+    // however its runner went after the cancel (the grace, or a liveness check that came first).
+    const reason = this.#limit
+      ? { kind: 'aborted', reason: this.#limit }
+      : fault.stopReason === 'aborted'
+        ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } }
+        : { kind: 'error', message: diagnostic }
     this.#init.record({ seq: events.length, type: 'turn/end', data: { reason } })
+  }
+
+  /** A limit was reached: the child is cancelled with its reason, through the ordinary path (grace, then stop). */
+  #limitStop(reason: LimitReason): void {
+    if (this.#cancelled) return
+    this.#cancelled = true
+    this.#limit = reason
+    this.#init.handle.cancel(reason)
   }
 
   #ended({ output, stopReason, usage, diagnostic }: SubagentResult): void {

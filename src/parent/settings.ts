@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os'
 import { isAbsolute } from 'node:path'
 import type { ResourceLimits } from 'node:worker_threads'
 import { agentModuleUrl } from '../agent/module-loader.js'
+import { checkLimits, type ChildLimits } from './limits.js'
 import { integerOption, InvalidOptionError, MAX_TIMER_MS } from './options.js'
 import { checkSandbox, type SandboxOptions } from './sandbox.js'
 import { createMemoryStore, type SessionStore } from './store.js'
@@ -30,6 +31,8 @@ export interface HostOptions {
   /** Deployment persona; a child's persona shadows it. */
   persona?: string
   maxParallelToolCalls?: number
+  /** The default limits of every child (CONTRACT.md §11); a request's or an ancestor's may narrow them. */
+  limits?: ChildLimits
 }
 
 /** The pool as the transports use it: every value filled in. */
@@ -54,9 +57,10 @@ export interface HostSettings {
   maxParallelToolCalls: number
   pool: PoolSettings
   sandbox: SandboxOptions
+  limits: ChildLimits | undefined
 }
 
-const OPTION_KEYS = new Set(['isolation', 'transport', 'agentModule', 'pool', 'sandbox', 'abortGraceMs', 'store', 'persona', 'maxParallelToolCalls'])
+const OPTION_KEYS = new Set(['isolation', 'transport', 'agentModule', 'pool', 'sandbox', 'abortGraceMs', 'store', 'persona', 'maxParallelToolCalls', 'limits'])
 const POOL_KEYS = new Set(['minThreads', 'maxThreads', 'childrenPerWorker', 'idleTimeoutMs', 'maxQueue', 'resourceLimits', 'env'])
 const LIMIT_KEYS = new Set(['maxOldGenerationSizeMb', 'maxYoungGenerationSizeMb', 'codeRangeSizeMb', 'stackSizeMb'])
 /** A child process takes its heap caps as Node flags; these two have none. */
@@ -90,6 +94,7 @@ export function settingsOf(options: HostOptions): HostSettings {
     maxParallelToolCalls,
     pool: poolSettings(options.pool ?? {}, isolation),
     sandbox: checkSandbox(options.sandbox ?? {}),
+    limits: checkLimits(options.limits),
   }
 }
 

@@ -8,6 +8,7 @@ import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../
 import type { AgentOptions } from '../agent/view.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
 import { messageOf } from '../protocol/values.js'
+import { checkLimits, type ChildLimits } from './limits.js'
 import { isNonNegativeSafeInteger } from './options.js'
 import type { Host } from './host.js'
 import type { SubagentProvider, SubagentResult, SubagentStartRequest } from './types.js'
@@ -23,6 +24,8 @@ export interface SubagentToolConfig {
   toolFilter?: ToolFilter
   /** Absolute delegation cap; default 3, `0` forbids delegation, 'provider-managed' sends none. */
   maxDepth?: number | 'provider-managed'
+  /** Limits for every child this tool starts (CONTRACT.md §11); never wider than what the caller has left. */
+  limits?: ChildLimits
 }
 
 export interface ForegroundValue {
@@ -164,6 +167,8 @@ function checkConfig(host: Pick<Host, 'spawn' | 'fork'>, config: SubagentToolCon
     request.toolFilter = config.toolFilter
   }
   if (config.agentOptions !== undefined) request.agentOptions = config.agentOptions
+  const limits = checkLimits(config.limits)
+  if (limits !== undefined) request.limits = limits
   return { provider, toolName, background, request }
 }
 

@@ -43,8 +43,8 @@ export interface TransportContext {
   abortGraceMs: number
   /** What every runner of this host shares: the agent module's URL, the persona, the tool-call bound. */
   config: RunnerConfig
-  /** The host-placed models and tools a child may call, snapshot per child. */
-  placement(): Placement
+  /** The host-placed models and tools the child `id` may call, snapshot when it is created (its models metered by its budget). */
+  placement(id: string): Placement
 }
 
 /**

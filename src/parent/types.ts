@@ -6,7 +6,7 @@ import type { StopReason } from '../agent/outcome.js'
 import type { ToolDefinition, ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { ContentBlock } from '../protocol/content.js'
-import type { Usage } from '../protocol/session.js'
+import type { ChildLimits, Usage } from '../protocol/session.js'
 
 /** `S` is the type of `outputSchema`, which types the result's `structured`. */
 export interface SubagentStartRequest<S extends object = object> {
@@ -25,6 +25,11 @@ export interface SubagentStartRequest<S extends object = object> {
   maxDepth?: number
   toolFilter?: ToolFilter
   persona?: string
+  /**
+   * CONTRACT.md §11: a deadline from publication, model requests per turn, and tokens for the
+   * child and all its descendants. Never wider than the host's default or what its ancestors have left.
+   */
+  limits?: ChildLimits
 }
 
 export type SubagentStopReason = StopReason

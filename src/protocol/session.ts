@@ -6,6 +6,11 @@ import { contentBlocks, type ContentBlockSchema } from './content.js'
 import { anything, boolean, closed, count, number, string, union, variant, type JSONSchema, type Wire } from './schema.js'
 import { share } from './validate.js'
 
+/** Positive safe integers (CONTRACT.md §11); in a header, the child's effective limits. */
+const limit = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const
+export const ChildLimits = closed({ timeoutMs: limit, maxSteps: limit, maxTotalTokens: limit }, ['timeoutMs', 'maxSteps', 'maxTotalTokens'])
+export type ChildLimits = Wire<typeof ChildLimits>
+
 /**
  * A session's first record. `type` tells it from the events in a transcript (the library always
  * writes it; stores fill it in on a header written before it existed); `provider` and `model`
@@ -30,9 +35,11 @@ export const SessionHeader = closed(
     label: string,
     /** Which provider started a child. */
     providerKind: { enum: ['spawn', 'fork'] },
+    /** The effective limits (never wider than its parent's): a resumed agent keeps them. */
+    limits: ChildLimits,
   },
   // `type` is optional so any parent's header will do (CONTRACT: any object of the right shape).
-  ['type', 'parentSession', 'origin', 'delegationDepth', 'seedLength', 'cwd', 'provider', 'model', 'label', 'providerKind'],
+  ['type', 'parentSession', 'origin', 'delegationDepth', 'seedLength', 'cwd', 'provider', 'model', 'label', 'providerKind', 'limits'],
 )
 export type SessionHeader = Wire<typeof SessionHeader>
 

@@ -1,0 +1,211 @@
+/**
+ * CONTRACT.md §11, limits, on every transport: a deadline, a step bound and a token budget that
+ * the host enforces, inherited and never widened, kept by a resumed child, and never early.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterEach, describe, expect, it } from 'vitest'
+import {
+  createHost,
+  createJobTools,
+  createNdjsonStore,
+  createSubagentTool,
+  defineTool,
+  InvalidOptionError,
+  ScriptedModel,
+  textResponse,
+  type Host,
+  type StreamChunk,
+  type SubagentEndEvent,
+} from 'subagent-worker'
+import { closeHosts, setup, TRANSPORTS, type Fixture } from '../support/harness.js'
+import { lastTurnEnd, toolResults, waitFor } from '../support/loop-helpers.js'
+
+afterEach(closeHosts)
+
+const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
+
+/** One step calling `noop`, reporting `tokens` (half input, half output). */
+const callStep = (id: string, tokens = 2, name = 'noop', args: object = {}): StreamChunk[] => [
+  { type: 'tool-call', id, name, arguments: JSON.stringify(args) },
+  { type: 'usage', inputTokens: tokens / 2, outputTokens: tokens / 2 },
+  { type: 'finish', reason: 'tool-calls' },
+]
+const textStep = (text: string, tokens = 2): StreamChunk[] => [
+  { type: 'text-delta', text },
+  { type: 'usage', inputTokens: tokens / 2, outputTokens: tokens / 2 },
+  { type: 'finish', reason: 'stop' },
+]
+const limitEnd = (limit: string, value: number) => ({ kind: 'aborted', reason: { kind: 'limit', limit, value } })
+const noop = defineTool({ name: 'noop', description: 'does nothing', parameters: { type: 'object' }, execute: () => 'ok' })
+
+function withNoop(fixture: Fixture): Fixture {
+  fixture.host.tools.register(noop)
+  return fixture
+}
+
+function ends(host: Host): SubagentEndEvent[] {
+  const seen: SubagentEndEvent[] = []
+  host.on('subagent/end', (end) => seen.push(end))
+  return seen
+}
+
+describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
+  it('timeoutMs: a child awaiting its host model is cancelled with the limit reason; no grace is needed', async () => {
+    const fixture = setup(transport, ['hang'])
+    const run = await fixture.host.spawn.start({ prompt: 'wait', parent: fixture.parent, limits: { timeoutMs: 300 } })
+    const result = await run.result
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.timeoutMs (300 ms)' })
+    const events = fixture.host.agents.get(run.id)!.session.events
+    expect(lastTurnEnd(events)).toEqual(limitEnd('timeoutMs', 300))
+    expect(fixture.host.agents.get(run.id)!.session.header.limits).toEqual({ timeoutMs: 300 })
+    await run.dispose()
+  })
+
+  it.skipIf(transport === 'inline')('timeoutMs: a child spinning in a module tool is stopped after abortGraceMs, with the limit reason', async () => {
+    const fixture = setup(transport, [callStep('c1', 2, 'spin')], { agentModule: FAULT_MODULE, abortGraceMs: 200 })
+    const run = await fixture.host.spawn.start({ prompt: 'spin', parent: fixture.parent, limits: { timeoutMs: 1500 } })
+    const result = await run.result
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.timeoutMs (1500 ms)' })
+    const events = fixture.host.agents.get(run.id)!.session.events
+    // The call was made and never answered: the tool was spinning when the deadline passed.
+    expect(result.output).toContainEqual({ type: 'tool-call', id: 'c1', name: 'spin', arguments: '{}' })
+    expect(toolResults(events)).toEqual([])
+    expect(lastTurnEnd(events)).toEqual(limitEnd('timeoutMs', 1500))
+    await run.dispose()
+  })
+
+  it('maxSteps: the request beyond the bound is not made; the turn ends aborted with the limit reason', async () => {
+    const fixture = withNoop(setup(transport, [callStep('c1'), callStep('c2'), callStep('c3'), textStep('never')]))
+    const run = await fixture.host.spawn.start({ prompt: 'loop', parent: fixture.parent, limits: { maxSteps: 2 } })
+    const result = await run.result
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxSteps (2 steps)' })
+    expect(fixture.model.requests).toHaveLength(2)
+    const events = fixture.host.agents.get(run.id)!.session.events
+    expect(toolResults(events).map((r) => r.callId)).toEqual(['c1', 'c2'])
+    expect(lastTurnEnd(events)).toEqual(limitEnd('maxSteps', 2))
+    await run.dispose()
+  })
+
+  it('maxTotalTokens: once the total reaches it no further request is made; the turn ends aborted with the limit reason', async () => {
+    const fixture = withNoop(setup(transport, [callStep('c1', 20), callStep('c2', 20), callStep('c3', 20), textStep('never')]))
+    const run = await fixture.host.spawn.start({ prompt: 'spend', parent: fixture.parent, limits: { maxTotalTokens: 50 } })
+    const result = await run.result
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (50 tokens)' })
+    expect(fixture.model.requests).toHaveLength(3)
+    expect(lastTurnEnd(fixture.host.agents.get(run.id)!.session.events)).toEqual(limitEnd('maxTotalTokens', 50))
+    await run.dispose()
+  })
+
+  it('a child finishing just under each limit is not stopped', async () => {
+    const fixture = withNoop(setup(transport, [callStep('c1', 20), callStep('c2', 20), textStep('done', 20)]))
+    const limits = { timeoutMs: 60_000, maxSteps: 3, maxTotalTokens: 61 }
+    const result = await fixture.host.spawn.run({ prompt: 'finish', parent: fixture.parent, limits })
+    expect(result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'done' }] })
+    expect(result.diagnostic).toBeUndefined()
+  })
+
+  it("inherited, never widened: the host's default and what the parent has left narrow the request", async () => {
+    const fixture = setup(transport, [textStep('parent turn', 30), textStep('child done')], { limits: { maxSteps: 5, timeoutMs: 60_000 } })
+    const parent = fixture.host.createAgent({ options: { provider: 'scripted' }, limits: { maxTotalTokens: 100 } })
+    await parent.run('spend some')
+    const run = await fixture.host.spawn.start({ prompt: 'go', parent, limits: { maxSteps: 10, maxTotalTokens: 1000, timeoutMs: 30_000 } })
+    const { limits } = fixture.host.agents.get(run.id)!.session.header
+    expect(limits).toEqual({ maxSteps: 5, maxTotalTokens: 70, timeoutMs: 30_000 })
+    await run.result
+    await run.dispose()
+  })
+
+  it("a token budget spent by a grandchild stops the whole subtree, each with the budget's reason", async () => {
+    const fixture = withNoop(
+      setup(transport, [
+        callStep('d1', 10, 'subagent', { description: 'grandchild task', prompt: 'spend' }),
+        callStep('g1', 50),
+        callStep('g2', 50),
+        textStep('never'),
+      ]),
+    )
+    fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn', enableRunInBackground: false }))
+    const seen = ends(fixture.host)
+    const limitsOf = new Map<string, unknown>()
+    fixture.host.on('subagent/start', (start) => limitsOf.set(start.id, fixture.host.agents.get(start.id)?.session.header.limits))
+    const result = await fixture.host.spawn.run({ prompt: 'delegate', parent: fixture.parent, limits: { maxTotalTokens: 100 } })
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+    expect(fixture.model.requests).toHaveLength(3)
+    await waitFor(() => seen.length === 2, 'both ends')
+    const grandchild = seen.find((end) => end.depth === 2)!
+    expect(grandchild).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+    // The grandchild asked for nothing and got what its parent had left after its first step.
+    expect(limitsOf.get(grandchild.id)).toEqual({ maxTotalTokens: 90 })
+  })
+
+  it('the subagent tool passes its limits to every child and renders a limit stop as a cancelled run with the diagnostic', async () => {
+    const fixture = withNoop(setup(transport, [callStep('c1'), callStep('c2'), callStep('b1'), callStep('b2')]))
+    const tool = createSubagentTool(fixture.host, { provider: 'spawn', limits: { maxSteps: 1 } })
+    const exec = { agent: fixture.parent, callId: 't1', signal: new AbortController().signal, concludeTurn: () => {} }
+    await expect(tool.execute({ description: 'bounded task', prompt: 'go' }, exec)).rejects.toThrow(
+      'subagent run was cancelled\nDiagnostic: the child exceeded limits.maxSteps (1 steps)',
+    )
+    const started = (await tool.execute({ description: 'background task', prompt: 'go', run_in_background: true }, exec)) as { jobId: string }
+    const job = await fixture.host.jobs.wait(started.jobId)
+    expect(job).toMatchObject({ status: 'killed', limit: 'maxSteps', detail: 'the child exceeded limits.maxSteps (1 steps)' })
+    const jobList = createJobTools(fixture.host).find((t) => t.name === 'job_list')!
+    expect(await jobList.execute({}, exec)).toBe(`${started.jobId}  killed (limits.maxSteps)  background task`)
+  })
+
+  it('values are checked up front with InvalidOptionError naming the limit', async () => {
+    const fixture = setup(transport)
+    const bad = (limits: unknown) => fixture.host.spawn.start({ prompt: 'x', parent: fixture.parent, limits: limits as { maxSteps: number } })
+    await expect(bad({ timeoutMs: 0 })).rejects.toMatchObject({ name: 'InvalidOptionError', option: 'limits.timeoutMs' })
+    await expect(bad({ maxSteps: 1.5 })).rejects.toMatchObject({ option: 'limits.maxSteps' })
+    await expect(bad({ maxTotalTokens: -1 })).rejects.toMatchObject({ option: 'limits.maxTotalTokens' })
+    await expect(bad({ maxTurns: 3 })).rejects.toMatchObject({ option: 'limits.maxTurns' })
+    expect(() => createHost({ limits: { maxSteps: Number.MAX_SAFE_INTEGER + 1 } })).toThrow(InvalidOptionError)
+    expect(() => createSubagentTool(fixture.host, { provider: 'spawn', limits: { timeoutMs: '5' as unknown as number } })).toThrow(/limits\.timeoutMs/)
+    expect(() => fixture.host.createAgent({ limits: { maxTotalTokens: 0 } })).toThrow(/limits\.maxTotalTokens/)
+    expect(fixture.model.requests).toHaveLength(0)
+  })
+
+  describe('resumed', () => {
+    let dir: string | undefined
+    afterEach(async () => {
+      if (dir) await rm(dir, { recursive: true, force: true })
+      dir = undefined
+    })
+
+    it('a resumed child keeps what its budget had left, its descendants’ spending included (ndjson store)', async () => {
+      dir = await mkdtemp(join(tmpdir(), 'sw-limits-'))
+      const store = createNdjsonStore(dir)
+      const fixture = withNoop(
+        setup(
+          transport,
+          [callStep('d1', 20, 'subagent', { description: 'grandchild task', prompt: 'spend' }), callStep('g1', 40), textStep('g done', 0), textStep('child done', 0)],
+          { store },
+        ),
+      )
+      fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn', enableRunInBackground: false }))
+      const run = await fixture.host.spawn.start({ prompt: 'delegate', parent: fixture.parent, limits: { maxTotalTokens: 100 } })
+      expect(await run.result).toMatchObject({ stopReason: 'completed' })
+      await run.dispose()
+      await closeHosts()
+
+      // 20 of its own and 40 of its grandchild's are spent: 40 are left.
+      const again = createHost({ isolation: 'inline', store: createNdjsonStore(dir) })
+      try {
+        const model = new ScriptedModel([callStep('r1', 20), callStep('r2', 20), callStep('r3', 20), textResponse('never')])
+        again.models.register('scripted', model)
+        again.tools.register(noop)
+        const child = await again.resumeAgent(run.id)
+        expect(child.session.header.limits).toEqual({ maxTotalTokens: 100 })
+        const outcome = await child.run('more')
+        expect(outcome).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+        expect(model.requests).toHaveLength(2)
+        await child.dispose()
+      } finally {
+        await again.close()
+      }
+    })
+  })
+})

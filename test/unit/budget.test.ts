@@ -1,0 +1,79 @@
+/**
+ * The host's budget tree (CONTRACT.md §11) as a runner that lies meets it: a host-placed model
+ * call beyond a limit is refused by the host, the host counts what it served whatever the runner
+ * reports, and a runner that makes more steps than its bound is stopped.
+ */
+import { describe, expect, it } from 'vitest'
+import { Budget, meteredModel } from '../../dist/parent/budget.js'
+import type { LimitReason } from '../../dist/agent/limit-stop.js'
+import type { Model, StreamChunk } from 'subagent-worker'
+
+const step: StreamChunk[] = [
+  { type: 'text-delta', text: 'x' },
+  { type: 'usage', inputTokens: 30, outputTokens: 10 },
+  { type: 'finish', reason: 'stop' },
+]
+const model: Model = {
+  async *stream() {
+    yield* step
+  },
+}
+const request = { model: 'm', messages: [], signal: new AbortController().signal }
+
+async function drain(m: Model): Promise<StreamChunk[]> {
+  const chunks: StreamChunk[] = []
+  for await (const chunk of m.stream(request)) chunks.push(chunk)
+  return chunks
+}
+
+function budget(limits: ConstructorParameters<typeof Budget>[1], parent?: Budget): { budget: Budget; stops: LimitReason[] } {
+  const stops: LimitReason[] = []
+  const node = new Budget(parent, limits)
+  node.begin({ stop: (reason) => stops.push(reason) })
+  return { budget: node, stops }
+}
+
+describe('the host budget', () => {
+  it('refuses a host-placed model request beyond maxSteps, however many the runner says it made', async () => {
+    const { budget: node, stops } = budget({ maxSteps: 2 })
+    const metered = meteredModel(model, node)
+    await drain(metered)
+    await drain(metered)
+    await expect(drain(metered)).rejects.toThrow('the host refused the model request: the child reached limits.maxSteps (2)')
+    expect(stops).toEqual([{ kind: 'limit', limit: 'maxSteps', value: 2 }])
+  })
+
+  it('counts the tokens it served itself when the runner reports fewer, and stops the subtree when the budget is spent', async () => {
+    const root = budget({ maxTotalTokens: 100 })
+    const child = budget(Budget.inherit(root.budget).limits, root.budget)
+    expect(child.budget.limits).toEqual({ maxTotalTokens: 100 })
+    const metered = meteredModel(model, child.budget)
+    await drain(metered)
+    // The runner claims the step cost nothing.
+    child.budget.observe({ seq: 3, type: 'assistant/message', data: { content: [], usage: { inputTokens: 0, outputTokens: 0 } } })
+    expect(root.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
+    expect(Budget.inherit(root.budget).limits).toEqual({ maxTotalTokens: 60 })
+    await drain(metered)
+    await drain(metered)
+    const spent = { kind: 'limit', limit: 'maxTotalTokens', value: 100 }
+    expect(root.stops).toEqual([spent])
+    expect(child.stops).toEqual([spent])
+    await expect(drain(metered)).rejects.toThrow('limits.maxTotalTokens (100)')
+    expect(Budget.inherit(root.budget)).toEqual({ limits: {}, spent })
+  })
+
+  it('stops a runner whose events show a step beyond its bound', () => {
+    const { budget: node, stops } = budget({ maxSteps: 1 })
+    const message = { seq: 0, type: 'assistant/message', data: { content: [] } }
+    node.observe(message)
+    expect(stops).toEqual([])
+    node.observe({ ...message, seq: 1 })
+    expect(stops).toEqual([{ kind: 'limit', limit: 'maxSteps', value: 1 }])
+  })
+
+  it('a negative usage a runner reports counts as none', () => {
+    const root = budget({ maxTotalTokens: 10 })
+    root.budget.observe({ seq: 0, type: 'assistant/message', data: { content: [], usage: { inputTokens: -1000, outputTokens: 4 } } })
+    expect(root.budget.totalUsage()).toEqual({ inputTokens: 0, outputTokens: 4 })
+  })
+})

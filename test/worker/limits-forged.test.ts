@@ -1,0 +1,25 @@
+/**
+ * CONTRACT.md §11 against a runner that lies: module code forges a host-placed model call beyond
+ * the child's step bound on its runner's channel. The host refuses it (the model is never asked)
+ * and stops the child for the limit.
+ */
+import { fileURLToPath } from 'node:url'
+import { afterEach, describe, expect, it } from 'vitest'
+import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
+import { textResponse, toolCallResponse } from 'subagent-worker'
+import { POOLED } from '../support/harness.js'
+
+const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
+afterEach(closeWorkerHosts)
+
+const forgedModelCall = { frame: [{ type: 'rpc/call', child: '$self', call: 777, method: 'model', payload: { provider: 'scripted', request: { model: 'x', messages: [] } } }], reply: 777 }
+
+describe.each(POOLED)('%s transport: limits hold against a forging runner', (isolation) => {
+  it('a forged host-model call beyond limits.maxSteps is refused by the host, and the child is stopped for the limit', async () => {
+    const { model, run } = hostOn(WIRE_MODULE, [toolCallResponse('f', 'forge', forgedModelCall), textResponse('never')], { isolation })
+    const { result } = await run({ limits: { maxSteps: 1 } })
+    // The host refused it: its model was asked once, by the child's one honest step.
+    expect(model.requests).toHaveLength(1)
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxSteps (1 steps)' })
+  })
+})
