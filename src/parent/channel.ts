@@ -68,6 +68,8 @@ export interface Culprit {
 export class RunnerChannel {
   readonly kind: RunnerKind
   readonly label: string
+  /** What every child on this runner shares: the host's, not the runner's, word on it. */
+  readonly config: RunnerConfig
   readonly outbox: Outbox<HostMessage>
   readonly #options: ChannelOptions
   readonly #children = new Map<string, ChannelChild>()
@@ -89,6 +91,7 @@ export class RunnerChannel {
   constructor(options: ChannelOptions) {
     this.kind = options.kind
     this.label = options.label
+    this.config = options.config
     this.#options = options
     this.outbox = new Outbox<HostMessage>({
       send: options.send,

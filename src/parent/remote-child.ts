@@ -76,7 +76,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#mirror = mirror
     this.#channel = channel
     this.#graceMs = options.graceMs
-    this.#rpc = new RpcServer(spec.id, channel.outbox, hostCalls({ view: mirror.view, spec, placement: options.placement }))
+    this.#rpc = new RpcServer(spec.id, channel.outbox, hostCalls({ view: mirror.view, spec, placement: options.placement, persona: channel.config.persona }))
     this.#created.promise.catch(() => {})
     channel.adopt(this)
     if (!options.announced) channel.send(createMessage(spec, options.placement))
