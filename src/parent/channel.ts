@@ -62,7 +62,7 @@ export interface ChannelOptions {
   /** Stops (true) or resumes (false) delivery of frames, where the wire can: the host reads a runner's frames at its own pace. */
   pause?(paused: boolean): void
   /** Drops, unread, whatever the runner still sends: it broke the protocol. */
-  refuse?(): void
+  discard?(): void
 }
 
 /** The child a runner is stopped on account of, and what it is told; the others share the runner's fault. */
@@ -186,7 +186,7 @@ export class RunnerChannel {
     if (this.#distrusted) return
     this.#distrusted = true
     this.#intake.close()
-    this.#options.refuse?.()
+    this.#options.discard?.()
     this.kill({ stopReason: 'error', diagnostic: `protocol error: the ${this.label} sent ${what}, so it was stopped` })
   }
 

@@ -44,7 +44,7 @@ export interface Endpoint {
   /** Stops (true) or resumes (false) delivering frames, where the wire can. */
   pause?(paused: boolean): void
   /** Drops, unread, every frame not yet delivered (the runner broke the protocol); `exited` still follows. */
-  refuse?(): void
+  discard?(): void
 }
 
 export type OpenEndpoint = (events: EndpointEvents) => Endpoint
@@ -94,7 +94,7 @@ export class RunnerSite {
         options.changed(this)
       },
       ...(endpoint.pause ? { pause: endpoint.pause } : {}),
-      ...(endpoint.refuse ? { refuse: endpoint.refuse } : {}),
+      ...(endpoint.discard ? { discard: endpoint.discard } : {}),
     })
   }
 

@@ -78,7 +78,7 @@ export function openWorkerThread(settings: ThreadSettings, events: EndpointEvent
     hold,
     faultOf,
     pause,
-    refuse: () => port.close(),
+    discard: () => port.close(),
   }
 }
 
