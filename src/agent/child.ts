@@ -7,8 +7,8 @@ import type { ChildDescriptor, ChildSpec } from '../protocol/child.js'
 import type { SessionEvent } from '../protocol/session.js'
 import type { AgentView } from './view.js'
 import { AgentRuntime, type AgentEnvironment } from './loop.js'
-import { SECTION_ORDER } from './prompt.js'
-import { attachStructuredRuntime, type StructuredCapture } from './structured.js'
+import { PromptSections, SECTION_ORDER, type PromptSection } from './prompt.js'
+import { attachStructuredRuntime, STRUCTURED_OUTPUT_SECTION, type StructuredCapture } from './structured.js'
 
 export type { ChildDescriptor, ChildSpec }
 
@@ -20,14 +20,30 @@ export interface ComposedChild {
 export const DELEGATION_SCOPE =
   'You are a delegated subagent working on one task for a parent agent. Your tools and permissions were fixed when you were started and cannot be widened. If an operation is denied or a tool is missing, do not retry it or look for a way around it: finish with what you could do and say plainly which limit stopped you.'
 
+/** Who a delegated child is told it is: its persona (or the deployment's) and the delegation scope. */
+function identitySections(spec: ChildSpec, deploymentPersona: string | undefined): PromptSection[] {
+  const persona = spec.persona ?? deploymentPersona
+  const scope: PromptSection = { id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE }
+  return persona === undefined ? [scope] : [{ id: 'persona', order: SECTION_ORDER.persona, text: persona }, scope]
+}
+
+/**
+ * The system prompt `composeChild` gives a child, from its spec alone: what a host serving the
+ * child's model calls sends, whatever prompt its runner put in the request.
+ */
+export function childSystemPrompt(spec: ChildSpec, deploymentPersona: string | undefined): string {
+  const prompt = new PromptSections()
+  for (const section of identitySections(spec, deploymentPersona)) prompt.set(section)
+  if (spec.outputSchema) prompt.set(STRUCTURED_OUTPUT_SECTION)
+  return prompt.render()!
+}
+
 /** `view` is what the child's tools and hooks see of it (the host's view, where there is one). */
 export function composeChild(spec: ChildSpec, env: AgentEnvironment, deploymentPersona: string | undefined, view: AgentView): ComposedChild {
   // A foreign parent's events need only a seq and a type (that is all a seed is checked for).
   const seed = spec.seed.map(({ seq, type, data }): SessionEvent => ({ seq, type, data }))
   const agent = new AgentRuntime({ id: spec.id, options: spec.options, header: spec.header, seed, view }, { ...env, delegated: true })
-  const persona = spec.persona ?? deploymentPersona
-  if (persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: persona })
-  agent.prompt.set({ id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE })
+  for (const section of identitySections(spec, deploymentPersona)) agent.prompt.set(section)
   if (spec.toolFilter) agent.tools.restrict(spec.toolFilter)
   const structured = spec.outputSchema ? attachStructuredRuntime(agent, spec.outputSchema) : undefined
 

@@ -5,7 +5,7 @@
  * denies every later call.
  */
 import type { AgentRuntime } from './loop.js'
-import { SECTION_ORDER } from './prompt.js'
+import { SECTION_ORDER, type PromptSection } from './prompt.js'
 import type { ToolExecution } from './tools.js'
 
 export const STRUCTURED_OUTPUT_TOOL = 'structured_output'
@@ -15,6 +15,9 @@ export const STRUCTURED_OUTPUT_DESCRIPTION =
 
 export const STRUCTURED_OUTPUT_INSTRUCTION =
   'When you have your final answer, you MUST report it by calling the `structured_output` tool with arguments matching its parameter schema exactly. Do not finish with a plain text answer: only the tool call counts as your result.'
+
+/** The instruction's place in the system prompt (the end of the tool-guidance band). */
+export const STRUCTURED_OUTPUT_SECTION: PromptSection = { id: 'structured-output', order: SECTION_ORDER.toolGuidanceEnd, text: STRUCTURED_OUTPUT_INSTRUCTION }
 
 export const STRUCTURED_OUTPUT_ACK = 'Structured output recorded.'
 
@@ -39,7 +42,7 @@ export function attachStructuredRuntime(agent: AgentRuntime, schema: object): St
     },
     render: () => STRUCTURED_OUTPUT_ACK,
   })
-  agent.prompt.set({ id: 'structured-output', order: SECTION_ORDER.toolGuidanceEnd, text: STRUCTURED_OUTPUT_INSTRUCTION })
+  agent.prompt.set(STRUCTURED_OUTPUT_SECTION)
   agent.observeToolResults((execution, result, step) => {
     if (!staged.has(execution)) return
     const value = staged.get(execution)

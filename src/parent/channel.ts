@@ -6,13 +6,15 @@
  *
  * A frame is checked once, whole, at the boundary; only when it fails is each message checked
  * alone, to blame the child it is about. A message may address only the children placed on this
- * runner: anything else means the runner cannot be trusted, and it is stopped.
+ * runner: anything else means the runner cannot be trusted, and it is stopped. Frames enter
+ * through a bounded intake (intake.ts), so what one runner sends cannot hold the host's loop.
  */
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
 import { fromWireError } from '../protocol/error.js'
 import { Outbox } from '../protocol/outbox.js'
 import { isRunnerFrame, isRunnerMessage } from '../protocol/validators.js'
 import { describeShape, messageOf } from '../protocol/values.js'
+import { FrameIntake } from './intake.js'
 import type { ChildOutcome } from './result.js'
 
 /** Why a child ended when its runner did. */
@@ -51,6 +53,10 @@ export interface ChannelOptions {
   crashed(error: Error): void
   /** A child arrived or left: the runner's load changed. */
   changed(): void
+  /** Stops (true) or resumes (false) delivery of frames, where the wire can: the host reads a runner's frames at its own pace. */
+  pause?(paused: boolean): void
+  /** Drops, unread, whatever the runner still sends: it broke the protocol. */
+  discard?(): void
 }
 
 /** The child a runner is stopped on account of, and what it is told; the others share the runner's fault. */
@@ -62,6 +68,8 @@ export interface Culprit {
 export class RunnerChannel {
   readonly kind: RunnerKind
   readonly label: string
+  /** What every child on this runner shares: the host's, not the runner's, word on it. */
+  readonly config: RunnerConfig
   readonly outbox: Outbox<HostMessage>
   readonly #options: ChannelOptions
   readonly #children = new Map<string, ChannelChild>()
@@ -77,12 +85,16 @@ export class RunnerChannel {
   /** When the unanswered ping was sent (performance.now()), if one is. */
   #pingedAt: number | undefined
   #pings = 0
+  /** The last ping answered: a pong answers a later ping that was sent (one may be lost on the way, as over Redis), never one twice. */
+  #ponged = 0
+  readonly #intake: FrameIntake
   /** When the last child left (performance.now()). */
   #idleSince = performance.now()
 
   constructor(options: ChannelOptions) {
     this.kind = options.kind
     this.label = options.label
+    this.config = options.config
     this.#options = options
     this.outbox = new Outbox<HostMessage>({
       send: options.send,
@@ -91,6 +103,11 @@ export class RunnerChannel {
         const child = this.#children.get(childOf(message) ?? '')
         child?.broken(`a '${message.type}' message for it could not be sent to the ${this.label}: ${messageOf(error)}`)
       },
+    })
+    this.#intake = new FrameIntake({
+      read: (frame) => this.#read(frame),
+      violation: (what) => this.violation(what),
+      ...(options.pause ? { pause: options.pause } : {}),
     })
     this.outbox.push({ type: 'welcome', v: PROTOCOL_VERSION, config: options.config })
   }
@@ -155,11 +172,26 @@ export class RunnerChannel {
   receive(frame: unknown): void {
     if (this.#ended || this.#distrusted) return
     this.#pingedAt = undefined
+    this.#intake.accept(frame)
+  }
+
+  /** The runner broke the protocol in a way no single child accounts for: it cannot be trusted. */
+  violation(what: string): void {
+    if (this.#distrusted) return
+    this.#distrusted = true
+    this.#intake.close()
+    this.#options.discard?.()
+    this.kill({ stopReason: 'error', diagnostic: `protocol error: the ${this.label} sent ${what}, so it was stopped` })
+  }
+
+  /** One frame, in its turn: checked whole, and only when that fails message by message. */
+  #read(frame: unknown): void {
+    if (this.#ended || this.#distrusted) return
     if (isRunnerFrame(frame)) {
       for (const message of frame) if (!this.#ended && !this.#distrusted) this.#dispatch(message)
       return
     }
-    if (!Array.isArray(frame) || frame.length === 0) return this.#violation(`a malformed frame ${describeShape(frame)}`)
+    if (!Array.isArray(frame) || frame.length === 0) return this.violation(`a malformed frame ${describeShape(frame)}`)
     for (const message of frame as unknown[]) {
       if (this.#ended || this.#distrusted) return
       if (isRunnerMessage(message)) {
@@ -169,13 +201,15 @@ export class RunnerChannel {
       const what = `a malformed or unknown message ${describeShape(message)}: ${isRunnerMessage.explain(message, 'message')}`
       const child = this.#children.get(childOf(message) ?? '')
       if (child) child.broken(`the ${this.label} sent ${what}`)
-      else this.#violation(what)
+      else this.violation(what)
     }
   }
 
   /** The runner is gone: every child still on it ends with `fault` (the culprit with its own). */
   end(fault: Fault, culprit?: Culprit): void {
     if (this.#ended) return
+    if (!this.#distrusted) this.#intake.drain()
+    this.#intake.close()
     this.#ended = true
     this.outbox.close()
     const children = [...this.#children.values()]
@@ -202,6 +236,10 @@ export class RunnerChannel {
         this.#ready = true
         return
       case 'pong':
+        if (message.n <= this.#ponged || message.n > this.#pings) {
+          return this.violation(`an unsolicited pong (${message.n}, after ${this.#pings} pings of which ${this.#ponged} were answered)`)
+        }
+        this.#ponged = message.n
         return
       default: {
         const child = this.#children.get(message.child)
@@ -210,14 +248,8 @@ export class RunnerChannel {
           if (message.type === 'dropped') this.#dropping.delete(message.child)
           return
         }
-        this.#violation(`a '${message.type}' message for a child it does not host`)
+        this.violation(`a '${message.type}' message for a child it does not host`)
       }
     }
-  }
-
-  /** The runner broke the protocol in a way no single child accounts for: it cannot be trusted. */
-  #violation(what: string): void {
-    this.#distrusted = true
-    this.kill({ stopReason: 'error', diagnostic: `protocol error: the ${this.label} sent ${what}, so it was stopped` })
   }
 }

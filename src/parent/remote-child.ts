@@ -17,6 +17,7 @@ import type { ContentBlock } from '../protocol/content.js'
 import { fromWireError } from '../protocol/error.js'
 import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
 import type { SessionEvent } from '../protocol/session.js'
+import { RUNNER_BOUNDS } from '../protocol/bounds.js'
 import { RpcServer } from '../protocol/rpc.js'
 import { cloneableReason } from '../protocol/values.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
@@ -62,6 +63,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   readonly #channel: RunnerChannel
   readonly #graceMs: number
   readonly #rpc: RpcServer
+  /** Host calls it may have running at once: its loop's bound, however many its runner sends. */
+  readonly #maxCalls: number
   readonly #created = deferred<void>()
   readonly #outcome = deferred<ChildOutcome>()
   #phase: Phase = 'creating'
@@ -74,7 +77,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#mirror = mirror
     this.#channel = channel
     this.#graceMs = options.graceMs
-    this.#rpc = new RpcServer(spec.id, channel.outbox, hostCalls({ view: mirror.view, spec, placement: options.placement }))
+    this.#maxCalls = (channel.config.maxParallelToolCalls ?? 1) + RUNNER_BOUNDS.callsBeyondParallel
+    this.#rpc = new RpcServer(spec.id, channel.outbox, hostCalls({ view: mirror.view, spec, placement: options.placement, persona: channel.config.persona }))
     this.#created.promise.catch(() => {})
     channel.adopt(this)
     channel.send(createMessage(spec, options.placement))
@@ -160,6 +164,9 @@ export class RemoteChild implements ChildHandle, ChannelChild {
         return this.#settle({ fault }, 'runner-let-go', () => new Error(fault.diagnostic))
       }
       case 'rpc/call':
+        if (this.#phase !== 'running') return this.#violation(message.type)
+        if (this.#rpc.running >= this.#maxCalls) return this.#overrun()
+        return this.#rpc.receive(message)
       case 'rpc/cancel':
         if (this.#phase !== 'running') return this.#violation(message.type)
         return this.#rpc.receive(message)
@@ -202,6 +209,11 @@ export class RemoteChild implements ChildHandle, ChannelChild {
 
   #violation(type: string): void {
     this.#protocolError(`a '${type}' message while the child was ${this.#phase}`)
+  }
+
+  /** More host calls at once than its own loop would make: its runner is not to be trusted. */
+  #overrun(): void {
+    this.#channel.violation(`more host calls for child ${this.id} than may run at once (maxParallelToolCalls + ${RUNNER_BOUNDS.callsBeyondParallel}: ${this.#maxCalls})`)
   }
 
   #protocolError(what: string): void {

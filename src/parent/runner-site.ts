@@ -41,6 +41,10 @@ export interface Endpoint {
   hold(held: boolean): void
   /** Why the runner ended when the host did not stop it. */
   faultOf(exit: Exit, crash: Error | undefined): Fault
+  /** Stops (true) or resumes (false) delivering frames, where the wire can. */
+  pause?(paused: boolean): void
+  /** Drops, unread, every frame not yet delivered (the runner broke the protocol); `exited` still follows. */
+  discard?(): void
 }
 
 export type OpenEndpoint = (events: EndpointEvents) => Endpoint
@@ -89,6 +93,8 @@ export class RunnerSite {
         this.#hold()
         options.changed(this)
       },
+      ...(endpoint.pause ? { pause: endpoint.pause } : {}),
+      ...(endpoint.discard ? { discard: endpoint.discard } : {}),
     })
   }
 

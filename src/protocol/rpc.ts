@@ -157,6 +157,13 @@ export class RpcServer {
     this.#handlers = handlers
   }
 
+  /** Calls running and not cancelled: what the caller's own bound (its loop's) allows it. */
+  get running(): number {
+    let running = 0
+    for (const { controller } of this.#active.values()) if (!controller.signal.aborted) running++
+    return running
+  }
+
   receive(message: RpcCall | RpcCancel): void {
     if (message.type === 'rpc/cancel') {
       this.#active.get(message.call)?.controller.abort(message.reason)

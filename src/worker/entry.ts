@@ -1,12 +1,13 @@
 /**
- * The worker thread's entry: one runner, talking to the host over the thread's own port. The host
- * starts the thread and terminates it; nothing here outlives that.
+ * The worker thread's entry: one runner, talking to the host over the port the host handed it in
+ * workerData (see parent/worker-thread.ts: the host paces what it reads from it). The host starts
+ * the thread and terminates it; nothing here outlives that.
  */
-import { parentPort } from 'node:worker_threads'
+import { MessagePort, workerData } from 'node:worker_threads'
 import { Runner } from './runner.js'
 
-if (!parentPort) throw new Error("subagent-worker's thread entry runs only inside a worker thread started by the host")
-const port = parentPort
+const port = (workerData as { port?: unknown } | null)?.port
+if (!(port instanceof MessagePort)) throw new Error("subagent-worker's thread entry runs only inside a worker thread started by the host")
 const runner = new Runner((frame) => port.postMessage(frame))
 port.on('message', (frame: unknown) => runner.receive(frame))
 port.on('messageerror', (error: Error) => runner.unreadable(error))
