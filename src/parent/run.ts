@@ -4,7 +4,7 @@
  */
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
-import type { SessionEvent, SessionHeader } from '../protocol/session.js'
+import type { SessionEvent, SessionHeader, TurnEndReason } from '../protocol/session.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { diagnosticText, extractResult, type ChildOutcome } from './result.js'
 import type { SessionWriter } from './store.js'
@@ -108,7 +108,7 @@ export class DelegationRun implements SubagentRun {
     while (turn >= this.#init.seedLength && events[turn]!.type !== 'turn/start' && events[turn]!.type !== 'turn/end') turn--
     if (turn < this.#init.seedLength || events[turn]!.type !== 'turn/start') return
     const diagnostic = diagnosticText(fault.diagnostic)
-    const reason = fault.stopReason === 'aborted' ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } } : { kind: 'error', message: diagnostic }
+    const reason: TurnEndReason = fault.stopReason === 'aborted' ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } } : { kind: 'error', message: diagnostic }
     this.#init.record({ seq: events.length, type: 'turn/end', data: { reason } })
   }
 
