@@ -16,6 +16,7 @@ import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun, type Mirror } from './run.js'
 import type { SessionWriter } from './store.js'
 import type { ChildHandle, ChildTransport } from './transport.js'
+import { ChildWatch } from './watch.js'
 import type { HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from './types.js'
 
 /** What a provider needs from its host. */
@@ -135,11 +136,13 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   // The mirror shares the seed's (immutable) events but not the array the child appends to.
   const mirror: Mirror = { id, options, session: { header, events: [...seed] } }
   let writer: SessionWriter | undefined
+  const watch = new ChildWatch(id, mirror.session.events, host.lifecycle)
   const childMirror = {
     view: mirror,
     append(event: SessionEvent) {
       mirror.session.events.push(event)
       writer?.append(event)
+      watch.recorded(event)
     },
   }
   let handle: ChildHandle
@@ -160,8 +163,9 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   const runId = id
   const started: SubagentStartEvent = { runId, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: parent.id, depth: childDepth }
   host.lifecycle.emit('subagent/start', started)
+  watch.published(started)
   const delegation = new DelegationRun(
-    { started, handle, mirror, record: (event) => childMirror.append(event), writer, prompt, signal, structuredRequested: spec.outputSchema !== undefined, seedLength: seed.length, options },
+    { started, handle, mirror, watch, record: (event) => childMirror.append(event), writer, prompt, signal, structuredRequested: spec.outputSchema !== undefined, seedLength: seed.length, options },
     { lifecycle: host.lifecycle, retire: (r) => host.retire(r), endJobsOf: (owner) => host.endJobsOf(owner) },
   )
   host.track(delegation)

@@ -7,9 +7,11 @@ import { textOf, type ContentBlock } from '../protocol/content.js'
 import type { SessionEvent, SessionHeader, TurnEndReason } from '../protocol/session.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { diagnosticText, extractResult, type ChildOutcome } from './result.js'
+import type { EventsOptions } from './feed.js'
 import type { SessionWriter } from './store.js'
 import type { ChildHandle } from './transport.js'
 import type { SubagentResult, SubagentRun } from './types.js'
+import type { ChildWatch } from './watch.js'
 
 /** The host's copy of a child's session, fed by the transport; what `host.agents` shows. */
 export interface Mirror extends AgentView {
@@ -29,6 +31,8 @@ export interface RunInit {
   started: SubagentStartEvent
   handle: ChildHandle
   mirror: Mirror
+  /** The mirror's readers and listeners: told when the run has settled. */
+  watch: ChildWatch
   /** Appends an event to the child's record (the mirror and the store), as if the child had. */
   record(event: SessionEvent): void
   writer: SessionWriter
@@ -81,6 +85,11 @@ export class DelegationRun implements SubagentRun {
     return this.dispose()
   }
 
+  /** The child's events from the host's copy, recorded then live, until the run has settled (§12). */
+  events(options?: EventsOptions): AsyncIterable<SessionEvent> {
+    return this.#init.watch.events(options)
+  }
+
   async #drive(): Promise<SubagentResult> {
     const { handle, mirror, prompt, seedLength, structuredRequested, options } = this.#init
     try {
@@ -122,6 +131,7 @@ export class DelegationRun implements SubagentRun {
       ...(usage ? { usage } : {}),
       ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}),
     })
+    this.#init.watch.settled()
   }
 
   async #dispose(): Promise<void> {
