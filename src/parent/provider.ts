@@ -17,12 +17,15 @@ import { DelegationRun, type Mirror } from './run.js'
 import type { SessionWriter } from './store.js'
 import type { ChildHandle, ChildTransport } from './transport.js'
 import { ChildWatch } from './watch.js'
+import { delegatingCallOf } from './delegating-call.js'
 import type { HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from './types.js'
 
 /** What a provider needs from its host. */
 export interface ProviderHost {
   readonly transport: ChildTransport
   readonly lifecycle: Lifecycle
+  /** 'inline', 'worker', 'process', or a given transport's name: what diagnostics report. */
+  readonly transportName: string
   /** Settles when the agent module is loaded; rejects if the host is closed or the module failed. */
   ready(): Promise<void>
   /** True once close() began: nothing may be published after that. */
@@ -136,7 +139,8 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   // The mirror shares the seed's (immutable) events but not the array the child appends to.
   const mirror: Mirror = { id, options, session: { header, events: [...seed] } }
   let writer: SessionWriter | undefined
-  const watch = new ChildWatch(id, mirror.session.events, host.lifecycle)
+  const parentCallId = delegatingCallOf(parent.id)
+  const watch = new ChildWatch({ mirror, lifecycle: host.lifecycle, transport: host.transportName, ...(parentCallId === undefined ? {} : { parentCallId }) })
   const childMirror = {
     view: mirror,
     append(event: SessionEvent) {

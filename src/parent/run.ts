@@ -131,7 +131,7 @@ export class DelegationRun implements SubagentRun {
       ...(usage ? { usage } : {}),
       ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}),
     })
-    this.#init.watch.settled()
+    this.#init.watch.settled({ stopReason, ...(usage ? { usage } : {}), ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}) })
   }
 
   async #dispose(): Promise<void> {
