@@ -5,8 +5,11 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHost, ScriptedModel, type SessionEvent, type StreamChunk, type SubagentRun } from 'subagent-worker'
-import { closeHosts, POOLED, setup, signal, TRANSPORTS } from '../support/harness.js'
+import { randomBytes } from 'node:crypto'
+import { createHost, ScriptedModel, type HostOptions, type ScriptEntry, type SessionEvent, type StreamChunk, type SubagentRun } from 'subagent-worker'
+import { bullmqTransport } from 'subagent-worker/bullmq'
+import { BULLMQ, closeHosts, hostOptions, POOLED, setup, signal, TRANSPORTS, type TransportName } from '../support/harness.js'
+import { startTestNode } from '../support/nodes.js'
 
 afterEach(closeHosts)
 
@@ -124,24 +127,56 @@ describe.each(TRANSPORTS)('%s transport: watching a child', (transport) => {
   })
 })
 
-describe.each(POOLED)('%s transport: a child whose runner dies', (isolation) => {
+/** A host on `options`' transport with the fault module, its scripted model and a parent. */
+function faultHost(options: HostOptions, script: ScriptEntry[]) {
+  const host = createHost({ agentModule: FAULT_MODULE, abortGraceMs: 200, ...options })
+  const model = new ScriptedModel(script)
+  host.models.register('scripted', model)
+  return { host, parent: host.createAgent({ options: { provider: 'scripted' } }) }
+}
+
+const EXIT: ScriptEntry[] = [[{ type: 'text-delta', text: 'about to exit' }, { type: 'tool-call', id: 'c1', name: 'exit', arguments: '{"code":7}' }, { type: 'finish', reason: 'tool-calls' }]]
+
+/** Reads a run whose runner is about to die; checks that the reader got everything, the host's turn/end last. */
+async function readsThroughDeath(host: ReturnType<typeof createHost>, run: SubagentRun, read: Promise<SessionEvent[]>, diagnostic: RegExp): Promise<void> {
+  const result = await run.result
+  expect(result.stopReason).toBe('error')
+  expect(result.diagnostic).toMatch(diagnostic)
+  const mirrored = host.agents.get(run.id)!.session.events
+  const seen = await read
+  expect(seen).toEqual(mirrored)
+  expect(seen.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'error', message: expect.stringMatching(diagnostic) } } })
+  await run.dispose()
+}
+
+const DYING: readonly TransportName[] = BULLMQ ? [...POOLED, 'bullmq'] : POOLED
+
+describe.each(DYING)('%s transport: a child whose runner dies', (transport) => {
   it('its readers get everything recorded, the turn/end the host closed it with included, then end', async () => {
-    const host = createHost({ isolation, agentModule: FAULT_MODULE, abortGraceMs: 200 })
+    const { host, parent } = faultHost(hostOptions(transport), EXIT)
     try {
-      const model = new ScriptedModel([[{ type: 'text-delta', text: 'about to exit' }, { type: 'tool-call', id: 'c1', name: 'exit', arguments: '{"code":7}' }, { type: 'finish', reason: 'tool-calls' }]])
-      host.models.register('scripted', model)
-      const parent = host.createAgent({ options: { provider: 'scripted' } })
       const run = await host.spawn.start({ prompt: 'die', parent, signal: signal() })
-      const read = collect(run.events())
-      const result = await run.result
-      expect(result.stopReason).toBe('error')
-      const mirrored = host.agents.get(run.id)!.session.events
-      const seen = await read
-      expect(seen).toEqual(mirrored)
-      expect(seen.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'error', message: expect.stringMatching(/exited with code 7/) } } })
-      await run.dispose()
+      await readsThroughDeath(host, run, collect(run.events()), /exited with code 7/)
     } finally {
       await host.close()
+    }
+  })
+})
+
+describe.skipIf(!BULLMQ)('bullmq transport: a child whose node is killed', () => {
+  it('its readers get everything recorded, the turn/end the host closed it with included, then end', { timeout: 30_000 }, async () => {
+    const queue = `events-${randomBytes(4).toString('hex')}`
+    const node = await startTestNode({ redis: BULLMQ!.redis, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 1 })
+    const { host, parent } = faultHost({ transport: bullmqTransport({ connection: BULLMQ!.redis, queue, nodeSilenceMs: 1000 }) }, ['hang'])
+    try {
+      const run = await host.spawn.start({ prompt: 'stream then wait', parent, signal: signal() })
+      const read = collect(run.events())
+      await readUntil(run, (e) => e.type === 'assistant/chunk')
+      node.process.kill('SIGKILL')
+      await readsThroughDeath(host, run, read, new RegExp(`node ${node.id} stopped answering`))
+    } finally {
+      await host.close()
+      await node.stop()
     }
   })
 })
