@@ -70,7 +70,7 @@ export async function runTool<Args>(definition: ToolDefinition<Args>, input: Arg
   }
 }
 
-function render<Args>(definition: ToolDefinition<Args>, value: unknown): string {
+export function render<Args>(definition: ToolDefinition<Args>, value: unknown): string {
   if (definition.render) return definition.render(value)
   return typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
 }
