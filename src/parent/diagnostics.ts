@@ -111,11 +111,14 @@ type StepState =
   /** The last message's tool calls are running. */
   | { kind: 'tools'; calls: Map<string, OpenCall> }
 
+/** Shared: resetting to idle on every event of an unwatched child allocates nothing. */
+const IDLE: StepState = { kind: 'idle' }
+
 /** A child's publication: `child:start`, `child:end`, and its steps and tool calls from the mirror. */
 export class ChildDiagnostics {
   readonly #describe: () => ChildInfo
   #info: ChildInfo | undefined
-  #state: StepState = { kind: 'idle' }
+  #state: StepState = IDLE
   #steps = 0
   #startTime = 0
 
@@ -131,7 +134,7 @@ export class ChildDiagnostics {
 
   recorded(event: SessionEvent): void {
     if (!channels.step.hasSubscribers && !channels.tool.hasSubscribers) {
-      this.#state = { kind: 'idle' }
+      this.#state = IDLE
       return
     }
     const now = Date.now()
@@ -150,7 +153,7 @@ export class ChildDiagnostics {
         break
       case 'turn/end':
         this.#interrupt(turnError(event.data.reason), now)
-        this.#state = { kind: 'idle' }
+        this.#state = IDLE
         break
     }
   }
@@ -159,7 +162,7 @@ export class ChildDiagnostics {
     const now = Date.now()
     // A run that settled without a turn/end (the hand-off gap) leaves nothing open.
     if (channels.step.hasSubscribers || channels.tool.hasSubscribers) this.#interrupt(ended.stopReason === 'completed' ? undefined : ended.stopReason, now)
-    this.#state = { kind: 'idle' }
+    this.#state = IDLE
     if (!channels.childEnd.hasSubscribers) return
     const { stopReason, usage, diagnostic } = ended
     channels.childEnd.publish({
@@ -204,7 +207,7 @@ export class ChildDiagnostics {
       }
     }
     if (calls.length === 0) {
-      this.#state = { kind: 'idle' }
+      this.#state = IDLE
       return
     }
     const open = new Map<string, OpenCall>()
