@@ -40,8 +40,9 @@ export function childSystemPrompt(spec: ChildSpec, deploymentPersona: string | u
 
 /** `view` is what the child's tools and hooks see of it (the host's view, where there is one). */
 export function composeChild(spec: ChildSpec, env: AgentEnvironment, deploymentPersona: string | undefined, view: AgentView): ComposedChild {
-  // A foreign parent's events need only a seq and a type (that is all a seed is checked for).
-  const seed = spec.seed.map(({ seq, type, data }): SessionEvent => ({ seq, type, data }))
+  // A foreign parent's events need only a seq and a type (that is all a seed is checked for): the
+  // child carries them as they are, unread.
+  const seed = spec.seed.map(({ seq, type, data }) => ({ seq, type, data }) as SessionEvent)
   const agent = new AgentRuntime({ id: spec.id, options: spec.options, header: spec.header, seed, view }, { ...env, delegated: true })
   for (const section of identitySections(spec, deploymentPersona)) agent.prompt.set(section)
   if (spec.toolFilter) agent.tools.restrict(spec.toolFilter)

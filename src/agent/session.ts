@@ -19,7 +19,8 @@ export class Session {
   }
 
   append<T extends SessionEventType>(type: T, data: SessionEventMap[T]): SessionEvent {
-    const event: SessionEvent = { seq: this.events.length, type, data }
+    // The type parameter ties `data` to `type`; the checker cannot see through the generic pair.
+    const event = { seq: this.events.length, type, data } as SessionEvent
     this.events.push(event)
     this.#listener?.(event)
     return event

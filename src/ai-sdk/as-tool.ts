@@ -84,7 +84,7 @@ class ModelFacingError extends Error {
   }
 }
 
-function render<Args>(definition: ToolDefinition<Args>, value: unknown): string {
+export function render<Args>(definition: ToolDefinition<Args>, value: unknown): string {
   if (definition.render) return definition.render(value)
   return typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
 }

@@ -2,7 +2,8 @@
  * `delegationTool(host, config)`: the library's `subagent` tool as an AI SDK tool, so a parent
  * driven by the AI SDK's own `generateText` / `streamText` delegates to children (inline or on
  * worker threads). Without `outputSchema` it is the model-facing `subagent` tool itself (same
- * arguments, descriptions, background jobs and failure texts); with it the child must report a
+ * arguments, descriptions, background jobs and failure texts), streaming the child's text as
+ * preliminary results; with it the child must report a
  * structured result, the call waits for it (foreground only), and the tool returns that value.
  */
 import { randomUUID } from 'node:crypto'
@@ -19,7 +20,8 @@ import {
   type StructuredOf,
   type SubagentToolConfig,
 } from '../index.js'
-import { asAiSdkTool, inputSchemaOf, runTool, toolExecution, type ParentOf } from './as-tool.js'
+import { inputSchemaOf, runTool, toolExecution, type ParentOf } from './as-tool.js'
+import { progressTool } from './progress.js'
 import { parentFromMessages } from './parent-from-messages.js'
 
 /**
@@ -69,7 +71,7 @@ export function delegationTool(host: DelegationHost, config: DelegationToolConfi
   }
   const id = parentId ?? `ai-sdk-${randomUUID()}`
   const parentOf: ParentOf = (options) => parent ?? parentFromMessages(host, options.messages, { id })
-  if (outputSchema === undefined) return asAiSdkTool(createSubagentTool(host, toolConfig), parentOf)
+  if (outputSchema === undefined) return progressTool(host, toolConfig, parentOf)
   return structuredTool(host, toolConfig, toJsonSchema(outputSchema, { what: 'delegationTool outputSchema' }), parentOf)
 }
 

@@ -16,7 +16,7 @@
  * tool calls.
  */
 import { randomUUID } from 'node:crypto'
-import type { AgentOptions, AgentView, ContentBlock, Host, SessionEvent, SessionEventType, SessionHeader, ToolResultData } from '../index.js'
+import type { AgentOptions, AgentView, ContentBlock, Host, SessionEvent, SessionEventMap, SessionEventType, SessionHeader, ToolResultData } from '../index.js'
 
 /**
  * A message part of either `ai` version: any object with a string `type`, checked when read. (The
@@ -71,7 +71,7 @@ export function parentFromMessages(host: Pick<Host, 'agents'>, messages: readonl
 
 function toEvents(messages: readonly AiSdkModelMessage[]): SessionEvent[] {
   const events: SessionEvent[] = []
-  const push = (type: SessionEventType, data: unknown) => void events.push({ seq: events.length, type, data })
+  const push = <T extends SessionEventType>(type: T, data: SessionEventMap[T]) => void events.push({ seq: events.length, type, data } as SessionEvent)
   let open = false
   // The open turn's user content while nothing has followed it: a next user message joins it.
   let userContent: ContentBlock[] | undefined

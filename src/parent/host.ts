@@ -138,6 +138,7 @@ export function createHost(options: HostOptions = {}): Host {
   const providerHost = {
     transport,
     lifecycle,
+    transportName: settings.transport?.name ?? settings.isolation,
     async ready() {
       if (closing) throw hostClosed()
       await loading

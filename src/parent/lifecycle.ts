@@ -1,5 +1,5 @@
 /** Lifecycle events (CONTRACT.md §7). Observers can never break a run: a throwing listener is reported as a process warning. */
-import type { Usage } from '../protocol/session.js'
+import type { SessionEvent, Usage } from '../protocol/session.js'
 import type { SubagentResult } from './types.js'
 
 export interface SubagentStartEvent {
@@ -26,10 +26,21 @@ export interface SubagentEndEvent extends SubagentStartEvent {
   diagnostic?: string
 }
 
+/** One event of a child, once it is in the host's copy of the child's session (CONTRACT.md §12). */
+export interface SubagentEventInfo {
+  runId: string
+  /** The child's session id. */
+  id: string
+  event: SessionEvent
+}
+
 export interface LifecycleEvents {
   'subagent/start': SubagentStartEvent
   'subagent/end': SubagentEndEvent
+  'subagent/event': SubagentEventInfo
 }
+
+const EVENT_NAMES: ReadonlySet<string> = new Set<LifecycleEventName>(['subagent/start', 'subagent/end', 'subagent/event'])
 
 export type LifecycleEventName = keyof LifecycleEvents
 
@@ -37,8 +48,8 @@ export class Lifecycle {
   readonly #listeners = new Map<LifecycleEventName, Set<(info: never) => void>>()
 
   on<E extends LifecycleEventName>(event: E, listener: (info: LifecycleEvents[E]) => void): () => void {
-    if (event !== 'subagent/start' && event !== 'subagent/end') {
-      throw new TypeError(`unknown lifecycle event ${JSON.stringify(event)}: use 'subagent/start' or 'subagent/end'`)
+    if (!EVENT_NAMES.has(event)) {
+      throw new TypeError(`unknown lifecycle event ${JSON.stringify(event)}: use 'subagent/start', 'subagent/end' or 'subagent/event'`)
     }
     if (typeof listener !== 'function') throw new TypeError('a lifecycle listener must be a function')
     let set = this.#listeners.get(event)
@@ -46,6 +57,11 @@ export class Lifecycle {
     const entry = listener as (info: never) => void
     set.add(entry)
     return () => void set.delete(entry)
+  }
+
+  /** Whether anyone listens: a child's every event is offered, so its info is built only then. */
+  listening(event: LifecycleEventName): boolean {
+    return (this.#listeners.get(event)?.size ?? 0) > 0
   }
 
   emit<E extends LifecycleEventName>(event: E, info: LifecycleEvents[E]): void {

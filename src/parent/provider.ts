@@ -18,12 +18,16 @@ import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun, type Mirror } from './run.js'
 import type { SessionWriter } from './store.js'
 import type { ChildHandle, ChildTransport } from './transport.js'
+import { ChildWatch } from './watch.js'
+import { delegatingCallOf } from './delegating-call.js'
 import type { HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from './types.js'
 
 /** What a provider needs from its host. */
 export interface ProviderHost {
   readonly transport: ChildTransport
   readonly lifecycle: Lifecycle
+  /** 'inline', 'worker', 'process', or a given transport's name: what diagnostics report. */
+  readonly transportName: string
   /** Settles when the agent module is loaded; rejects if the host is closed or the module failed. */
   ready(): Promise<void>
   /** True once close() began: nothing may be published after that. */
@@ -152,12 +156,15 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
     budget.end()
     host.budgets.delete(id)
   }
+  const parentCallId = delegatingCallOf(parent.id)
+  const watch = new ChildWatch({ mirror, lifecycle: host.lifecycle, transport: host.transportName, ...(parentCallId === undefined ? {} : { parentCallId }) })
   const childMirror = {
     view: mirror,
     append(event: SessionEvent) {
       mirror.session.events.push(event)
       writer?.append(event)
       budget.observe(event)
+      watch.recorded(event)
     },
   }
   let handle: ChildHandle
@@ -180,11 +187,13 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   const runId = id
   const started: SubagentStartEvent = { runId, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: parent.id, depth: childDepth }
   host.lifecycle.emit('subagent/start', started)
+  watch.published(started)
   const delegation = new DelegationRun(
     {
       started,
       handle,
       mirror,
+      watch,
       record: (event) => childMirror.append(event),
       writer,
       prompt,

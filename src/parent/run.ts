@@ -4,14 +4,16 @@
  */
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
-import type { SessionEvent, SessionHeader } from '../protocol/session.js'
+import type { SessionEvent, SessionHeader, TurnEndReason } from '../protocol/session.js'
 import { limitDiagnostic, type LimitReason } from '../agent/limit-stop.js'
 import type { Budget } from './budget.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { diagnosticText, extractResult, type ChildOutcome } from './result.js'
+import type { EventsOptions } from './feed.js'
 import type { SessionWriter } from './store.js'
 import type { ChildHandle } from './transport.js'
 import type { SubagentResult, SubagentRun } from './types.js'
+import type { ChildWatch } from './watch.js'
 
 /** The host's copy of a child's session, fed by the transport; what `host.agents` shows. */
 export interface Mirror extends AgentView {
@@ -31,6 +33,8 @@ export interface RunInit {
   started: SubagentStartEvent
   handle: ChildHandle
   mirror: Mirror
+  /** The mirror's readers and listeners: told when the run has settled. */
+  watch: ChildWatch
   /** Appends an event to the child's record (the mirror and the store), as if the child had. */
   record(event: SessionEvent): void
   writer: SessionWriter
@@ -93,6 +97,11 @@ export class DelegationRun implements SubagentRun {
     return this.dispose()
   }
 
+  /** The child's events from the host's copy, recorded then live, until the run has settled (§12). */
+  events(options?: EventsOptions): AsyncIterable<SessionEvent> {
+    return this.#init.watch.events(options)
+  }
+
   async #drive(): Promise<SubagentResult> {
     const { handle, mirror, prompt, seedLength, structuredRequested, options } = this.#init
     try {
@@ -128,7 +137,7 @@ export class DelegationRun implements SubagentRun {
     const diagnostic = diagnosticText(fault.diagnostic)
     // A child stopped for a limit records the limit's reason, as a cooperative stop would have,
     // however its runner went after the cancel (the grace, or a liveness check that came first).
-    const reason = this.#limit
+    const reason: TurnEndReason = this.#limit
       ? { kind: 'aborted', reason: this.#limit }
       : fault.stopReason === 'aborted'
         ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } }
@@ -154,6 +163,7 @@ export class DelegationRun implements SubagentRun {
       ...(usage ? { usage } : {}),
       ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}),
     })
+    this.#init.watch.settled({ stopReason, ...(usage ? { usage } : {}), ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}) })
   }
 
   async #dispose(): Promise<void> {

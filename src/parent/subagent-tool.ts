@@ -9,6 +9,7 @@ import type { AgentOptions } from '../agent/view.js'
 import { textOf, type ContentBlock } from '../protocol/content.js'
 import { messageOf } from '../protocol/values.js'
 import { checkLimits, type ChildLimits } from './limits.js'
+import { withDelegatingCall } from './delegating-call.js'
 import { isNonNegativeSafeInteger } from './options.js'
 import type { Host } from './host.js'
 import type { SubagentProvider, SubagentResult, SubagentStartRequest } from './types.js'
@@ -81,6 +82,7 @@ export function createSubagentTool(host: Pick<Host, 'spawn' | 'fork' | 'jobs'>, 
     parameters: { type: 'object', properties, required: ['description', 'prompt'], additionalProperties: false },
     async execute(args, exec) {
       if (args.run_in_background && !background) throw new ToolError('run_in_background is not enabled for this subagent tool')
+      const delegating = { parentId: exec.agent.id, callId: exec.callId }
       const request = (signal: AbortSignal): SubagentStartRequest => ({ ...settings.request, prompt: args.prompt, parent: exec.agent, signal, label: args.description })
       if (args.run_in_background) {
         const stop = new AbortController()
@@ -88,7 +90,7 @@ export function createSubagentTool(host: Pick<Host, 'spawn' | 'fork' | 'jobs'>, 
         if (exec.signal.aborted) forward()
         else exec.signal.addEventListener('abort', forward, { once: true })
         try {
-          const run = await start(provider, request(stop.signal))
+          const run = await withDelegatingCall(delegating, () => start(provider, request(stop.signal)))
           const job = host.jobs.register(exec.agent.id, args.description, run, stop)
           return { kind: 'background', jobId: job.id } satisfies BackgroundValue
         } finally {
@@ -96,7 +98,7 @@ export function createSubagentTool(host: Pick<Host, 'spawn' | 'fork' | 'jobs'>, 
           exec.signal.removeEventListener('abort', forward)
         }
       }
-      const run = await start(provider, request(exec.signal))
+      const run = await withDelegatingCall(delegating, () => start(provider, request(exec.signal)))
       const [result] = await Promise.allSettled([run.result])
       const [disposal] = await Promise.allSettled([run.dispose()])
       const failures: string[] = []

@@ -6,7 +6,7 @@ import type { StopReason } from '../agent/outcome.js'
 import type { ToolDefinition, ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { ContentBlock } from '../protocol/content.js'
-import type { ChildLimits, Usage } from '../protocol/session.js'
+import type { ChildLimits, SessionEvent, Usage } from '../protocol/session.js'
 
 /** `S` is the type of `outputSchema`, which types the result's `structured`. */
 export interface SubagentStartRequest<S extends object = object> {
@@ -56,6 +56,11 @@ export interface SubagentRun<T = unknown> {
   dispose(): Promise<void>
   /** The same as `dispose()`, so `await using run = await provider.start(...)` works. */
   [Symbol.asyncDispose](): Promise<void>
+  /**
+   * The child's session events in seq order, from seq `from` (default 0): those recorded, then
+   * each as it arrives; ends after the run has settled and its last event was yielded (§12).
+   */
+  events(options?: { from?: number }): AsyncIterable<SessionEvent>
 }
 
 export interface SubagentProvider {

@@ -89,19 +89,16 @@ export type KnownSessionEvent = Wire<KnownSessionEventSchema, [ContentBlockSchem
 export type SessionEventMap = { [E in KnownSessionEvent as E['type']]: E['data'] }
 export type SessionEventType = keyof SessionEventMap
 
-/** Any event at all, discriminated by `type`: foreign parents may carry types this library does not know. */
-export type SessionEvent = {
-  seq: number
-  type: string
-  data: unknown
-}
+/**
+ * A session event, discriminated by `type`: narrowing on `type` types `data`
+ * (`if (e.type === 'assistant/chunk') e.data.chunk.text`). Derived from the wire schema above, so
+ * the type and the runtime check cannot drift apart.
+ */
+export type SessionEvent = KnownSessionEvent
 /** What a foreign parent's event must have to be forked: a numeric seq and a string type. */
 export const SessionEvent = { type: 'object', properties: { seq: number, type: string }, required: ['seq', 'type'] } as const
 
-export interface EventOf<T extends SessionEventType> extends SessionEvent {
-  type: T
-  data: SessionEventMap[T]
-}
+export type EventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>
 
 export function isEvent<T extends SessionEventType>(event: SessionEvent, type: T): event is EventOf<T> {
   return event.type === type

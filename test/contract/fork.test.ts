@@ -154,7 +154,8 @@ describe.each(TRANSPORTS)('§5 fork [%s]', (transport) => {
     const events: SessionEvent[] = [
       { seq: 0, type: 'turn/start', data: {} },
       { seq: 1, type: 'user/message', data: { content: [{ type: 'text', text: 'foreign question' }], source: { kind: 'user' } } },
-      { seq: 2, type: 'custom/note', data: { note: 'harness-specific', nested: { n: 1 } } },
+      // A type this library does not know is outside the union: a foreign harness casts it in.
+      { seq: 2, type: 'custom/note', data: { note: 'harness-specific', nested: { n: 1 } } } as unknown as SessionEvent,
       { seq: 3, type: 'assistant/message', data: { content: [{ type: 'text', text: 'foreign answer' }] } },
       { seq: 4, type: 'turn/end', data: { reason: { kind: 'completed' } } },
       { seq: 5, type: 'turn/start', data: {} },

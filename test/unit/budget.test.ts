@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { Budget, meteredModel } from '../../dist/parent/budget.js'
 import type { LimitReason } from '../../dist/agent/limit-stop.js'
-import type { Model, StreamChunk } from 'subagent-worker'
+import type { Model, SessionEvent, StreamChunk } from 'subagent-worker'
 
 const step: StreamChunk[] = [
   { type: 'text-delta', text: 'x' },
@@ -64,7 +64,7 @@ describe('the host budget', () => {
 
   it('stops a runner whose events show a step beyond its bound', () => {
     const { budget: node, stops } = budget({ maxSteps: 1 })
-    const message = { seq: 0, type: 'assistant/message', data: { content: [] } }
+    const message = { seq: 0, type: 'assistant/message', data: { content: [] } } satisfies SessionEvent
     node.observe(message)
     expect(stops).toEqual([])
     node.observe({ ...message, seq: 1 })

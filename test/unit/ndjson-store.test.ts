@@ -4,7 +4,7 @@ import { appendFile, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createNdjsonStore } from 'subagent-worker'
+import { createNdjsonStore, type SessionEvent } from 'subagent-worker'
 
 let dir: string
 beforeEach(async () => {
@@ -15,7 +15,7 @@ afterEach(async () => {
 })
 
 const header = { type: 'session' as const, id: 's1', createdAt: '2026-01-01T00:00:00.000Z', origin: 'subagent' as const, delegationDepth: 1 }
-const event = (seq: number) => ({ seq, type: 'turn/start', data: {} })
+const event = (seq: number): SessionEvent => ({ seq, type: 'turn/start', data: {} })
 
 describe('createNdjsonStore', () => {
   it('writes the header line, then one event a line, and reads them back', async () => {
@@ -104,7 +104,7 @@ describe('createNdjsonStore', () => {
     const store = createNdjsonStore(dir)
     await store.create(header)
     // Each line is larger than the pieces a file write is split into.
-    const big = (seq: number, fill: string) => ({ seq, type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: fill.repeat(3 * 1024 * 1024) } } })
+    const big = (seq: number, fill: string): SessionEvent => ({ seq, type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: fill.repeat(3 * 1024 * 1024) } } })
     await Promise.all([store.append('s1', [big(0, 'a')]), store.append('s1', [big(1, 'b')]), store.append('s1', [event(2)])])
     const read = await store.read('s1')
     expect(read!.events.map((e) => e.seq)).toEqual([0, 1, 2])

@@ -1,0 +1,197 @@
+/**
+ * `subagent-worker/otel`: OpenTelemetry spans from the host's diagnostics channels (CONTRACT.md
+ * §12), following the GenAI semantic conventions. The spans are made in the host's thread from
+ * its copy of each child, so a delegation tree is one trace across threads, processes and nodes,
+ * and no tracing code runs where a child runs.
+ */
+import diagnostics_channel from 'node:diagnostics_channel'
+import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api'
+import type { ChildEndMessage, ChildInfo, ChildStartMessage, ContentBlock, StepMessage, ToolMessage } from '../index.js'
+
+export interface InstrumentOptions {
+  /** Default: the global tracer provider. */
+  tracerProvider?: TracerProvider
+  /** Record messages, tool arguments and results as span attributes (default false: they may hold anything). */
+  captureContent?: boolean
+}
+
+const CHANNELS = {
+  childStart: 'subagent-worker:child:start',
+  childEnd: 'subagent-worker:child:end',
+  step: 'subagent-worker:step',
+  tool: 'subagent-worker:tool',
+} as const
+
+/** Transports whose children run in this host's process; any other is a network hop. */
+const LOCAL_TRANSPORTS = new Set(['inline', 'worker', 'process'])
+
+interface Open {
+  span: Span
+  /** The context to start this span's children in. */
+  context: Context
+}
+
+/** Subscribes to the four channels; the returned function unsubscribes and ends what is open. */
+export function instrument(options: InstrumentOptions = {}): () => void {
+  if (typeof options !== 'object' || options === null) throw new TypeError('instrument options must be an object like { tracerProvider?, captureContent? }')
+  const { tracerProvider, captureContent = false } = options
+  if (typeof captureContent !== 'boolean') throw new TypeError('instrument captureContent must be true or false')
+  const tracer = (tracerProvider ?? trace.getTracerProvider()).getTracer('subagent-worker')
+  const spans = new ChildSpans(tracer, captureContent)
+  const subscriptions: Array<[string, (message: unknown) => void]> = [
+    [CHANNELS.childStart, (m) => spans.childStart(m as ChildStartMessage)],
+    [CHANNELS.childEnd, (m) => spans.childEnd(m as ChildEndMessage)],
+    [CHANNELS.step, (m) => spans.step(m as StepMessage)],
+    [CHANNELS.tool, (m) => spans.tool(m as ToolMessage)],
+  ]
+  for (const [name, onMessage] of subscriptions) diagnostics_channel.subscribe(name, onMessage)
+  let installed = true
+  return () => {
+    if (!installed) return
+    installed = false
+    for (const [name, onMessage] of subscriptions) diagnostics_channel.unsubscribe(name, onMessage)
+    spans.endAll()
+  }
+}
+
+/** The open spans of one installation, by child, step and tool call. */
+class ChildSpans {
+  readonly #tracer: Tracer
+  readonly #captureContent: boolean
+  readonly #agents = new Map<string, Open & { child: ChildInfo }>()
+  readonly #steps = new Map<string, Span>()
+  readonly #tools = new Map<string, Open>()
+
+  constructor(tracer: Tracer, captureContent: boolean) {
+    this.#tracer = tracer
+    this.#captureContent = captureContent
+  }
+
+  childStart(m: ChildStartMessage): void {
+    const parent = this.#parentOf(m)
+    const span = this.#tracer.startSpan(
+      `invoke_agent ${m.label ?? m.provider}`,
+      {
+        kind: LOCAL_TRANSPORTS.has(m.transport) ? SpanKind.INTERNAL : SpanKind.CLIENT,
+        startTime: m.startTime,
+        attributes: {
+          ...common(m, 'invoke_agent'),
+          'gen_ai.agent.id': m.id,
+          ...(m.label === undefined ? {} : { 'gen_ai.agent.name': m.label }),
+          'subagent_worker.depth': m.depth,
+          'subagent_worker.transport': m.transport,
+        },
+      },
+      parent,
+    )
+    this.#agents.set(m.id, { span, context: trace.setSpan(parent, span), child: m })
+  }
+
+  childEnd(m: ChildEndMessage): void {
+    const open = this.#agents.get(m.id)
+    if (!open) return
+    this.#agents.delete(m.id)
+    const { span } = open
+    span.setAttributes({ ...usage(m.usage), 'subagent_worker.stop_reason': m.stopReason })
+    if (m.stopReason !== 'completed') fail(span, m.stopReason, m.diagnostic)
+    span.end(m.endTime)
+  }
+
+  step(m: StepMessage): void {
+    const key = `${m.id}\0${m.step}`
+    if (m.phase === 'start') {
+      const parent = this.#agents.get(m.id)?.context ?? context.active()
+      const name = `chat ${m.model ?? m.modelProvider ?? m.provider}`
+      this.#steps.set(key, this.#tracer.startSpan(name, { kind: SpanKind.CLIENT, startTime: m.startTime, attributes: common(m, 'chat') }, parent))
+      return
+    }
+    const span = this.#steps.get(key)
+    if (!span) return
+    this.#steps.delete(key)
+    span.setAttributes(usage(m.usage))
+    if (m.finishReason) span.setAttribute('gen_ai.response.finish_reasons', [m.finishReason === 'tool-calls' ? 'tool_calls' : 'stop'])
+    if (this.#captureContent && m.output) span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', parts: m.output.map(part) }]))
+    if (m.error !== undefined) fail(span, m.error)
+    span.end(m.endTime)
+  }
+
+  tool(m: ToolMessage): void {
+    if (m.phase === 'start') {
+      this.#openTool(m.id, m.callId, m.name, m.startTime, m, m.arguments)
+      return
+    }
+    const key = `${m.id}\0${m.callId}`
+    const open = this.#tools.get(key)
+    if (!open) return
+    this.#tools.delete(key)
+    const { span } = open
+    if (this.#captureContent && m.result) span.setAttribute('gen_ai.tool.call.result', m.result.map((b) => (b.type === 'text' ? b.text : '')).join(''))
+    if (m.error !== undefined) fail(span, m.error)
+    else if (m.isError) fail(span, m.code ?? 'tool_error')
+    span.end(m.endTime)
+  }
+
+  /** Ends whatever is still open: an uninstalled instrumentation leaves nothing behind. */
+  endAll(): void {
+    for (const span of this.#steps.values()) span.end()
+    for (const { span } of this.#tools.values()) span.end()
+    for (const { span } of this.#agents.values()) span.end()
+    this.#steps.clear()
+    this.#tools.clear()
+    this.#agents.clear()
+  }
+
+  /**
+   * A nested child's parent is the `execute_tool` span of the call that started it (opened here
+   * if the child's start came first); any other child's is the context active at `start()`.
+   */
+  #parentOf(m: ChildStartMessage): Context {
+    if (m.parentCallId !== undefined) {
+      const parent = this.#agents.get(m.parentId)
+      if (parent) return this.#openTool(m.parentId, m.parentCallId, 'subagent', m.startTime, parent.child).context
+    }
+    return this.#agents.get(m.parentId)?.context ?? context.active()
+  }
+
+  #openTool(childId: string, callId: string, name: string, startTime: number, child: ChildInfo, args?: string): Open {
+    const key = `${childId}\0${callId}`
+    const existing = this.#tools.get(key)
+    if (existing) {
+      // Opened early for a nested child whose start came first: the call's own start names it.
+      existing.span.updateName(`execute_tool ${name}`)
+      existing.span.setAttribute('gen_ai.tool.name', name)
+      if (this.#captureContent && args !== undefined) existing.span.setAttribute('gen_ai.tool.call.arguments', args)
+      return existing
+    }
+    const parent = this.#agents.get(childId)?.context ?? context.active()
+    const attributes: Attributes = { ...common(child, 'execute_tool'), 'gen_ai.tool.name': name, 'gen_ai.tool.call.id': callId }
+    if (this.#captureContent && args !== undefined) attributes['gen_ai.tool.call.arguments'] = args
+    const span = this.#tracer.startSpan(`execute_tool ${name}`, { kind: SpanKind.INTERNAL, startTime, attributes }, parent)
+    const open = { span, context: trace.setSpan(parent, span) }
+    this.#tools.set(key, open)
+    return open
+  }
+}
+
+/** What every span of a child says. */
+function common(m: ChildInfo, operation: string): Attributes {
+  return {
+    'gen_ai.operation.name': operation,
+    ...(m.modelProvider === undefined ? {} : { 'gen_ai.provider.name': m.modelProvider }),
+    ...(m.model === undefined ? {} : { 'gen_ai.request.model': m.model }),
+    'gen_ai.conversation.id': m.id,
+  }
+}
+
+function usage(u: { inputTokens: number; outputTokens: number } | undefined): Attributes {
+  return u ? { 'gen_ai.usage.input_tokens': u.inputTokens, 'gen_ai.usage.output_tokens': u.outputTokens } : {}
+}
+
+function fail(span: Span, type: string, message?: string): void {
+  span.setAttribute('error.type', type)
+  span.setStatus({ code: SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) })
+}
+
+function part(block: ContentBlock): Record<string, unknown> {
+  return block.type === 'text' ? { type: 'text', content: block.text } : { type: 'tool_call', id: block.id, name: block.name, arguments: block.arguments }
+}

@@ -1,0 +1,124 @@
+/**
+ * CONTRACT.md §12: the host publishes each child's start and end, each model request and each
+ * tool call on `node:diagnostics_channel`, in its own thread, whatever the transport; nothing is
+ * published while a channel has no subscriber.
+ */
+import diagnostics_channel from 'node:diagnostics_channel'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createSubagentTool, defineTool, textResponse, toolCallResponse } from 'subagent-worker'
+import type { ChildEndMessage, ChildStartMessage, StepMessage, ToolMessage } from 'subagent-worker'
+import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
+
+const NAMES = ['subagent-worker:child:start', 'subagent-worker:child:end', 'subagent-worker:step', 'subagent-worker:tool'] as const
+
+interface Heard {
+  starts: ChildStartMessage[]
+  ends: ChildEndMessage[]
+  steps: StepMessage[]
+  tools: ToolMessage[]
+  /** Every message on any of the four, in the order published. */
+  all: Array<{ name: string; message: unknown }>
+}
+
+const unsubscribe: Array<() => void> = []
+afterEach(async () => {
+  for (const off of unsubscribe.splice(0)) off()
+  await closeHosts()
+})
+
+/** Real subscribers on the four channels, removed after the test. */
+function listen(): Heard {
+  const heard: Heard = { starts: [], ends: [], steps: [], tools: [], all: [] }
+  const lists = [heard.starts, heard.ends, heard.steps, heard.tools] as unknown[][]
+  NAMES.forEach((name, i) => {
+    const onMessage = (message: unknown) => {
+      lists[i]!.push(message)
+      heard.all.push({ name, message })
+    }
+    diagnostics_channel.subscribe(name, onMessage)
+    unsubscribe.push(() => diagnostics_channel.unsubscribe(name, onMessage))
+  })
+  return heard
+}
+
+describe.each(TRANSPORTS)('%s transport: diagnostics channels', (transport) => {
+  it('a child with a tool call: child:start, two steps, one tool call, child:end, with times in order', async () => {
+    const { host, parent } = setup(transport, [
+      toolCallResponse('c1', 'echo', { text: 'hi' }, 'calling echo'),
+      textResponse('all done'),
+    ])
+    host.tools.register(defineTool({ name: 'echo', description: 'Echoes.', parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] }, execute: ({ text }) => `echo: ${text}` }))
+    const heard = listen()
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: signal(), label: 'echoer', agentOptions: { model: 'scripted-1' } })
+    const result = await run.result
+    await run.dispose()
+    expect(result.stopReason).toBe('completed')
+
+    const child = { runId: run.id, id: run.id, parentId: parent.id, depth: 1, label: 'echoer', provider: 'spawn', transport, modelProvider: 'scripted', model: 'scripted-1' }
+    expect(heard.starts).toEqual([{ ...child, startTime: expect.any(Number) }])
+    expect(heard.ends).toEqual([{ ...child, startTime: heard.starts[0]!.startTime, endTime: expect.any(Number), stopReason: 'completed', usage: result.usage }])
+    expect(heard.steps.map((s) => [s.phase, s.step, s.finishReason])).toEqual([
+      ['start', 1, undefined],
+      ['end', 1, 'tool-calls'],
+      ['start', 2, undefined],
+      ['end', 2, 'stop'],
+    ])
+    expect(heard.steps[1]).toMatchObject({ ...child, usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) }, output: [{ type: 'text', text: 'calling echo' }, { type: 'tool-call', id: 'c1', name: 'echo', arguments: '{"text":"hi"}' }] })
+    expect(heard.tools).toEqual([
+      { ...child, phase: 'start', callId: 'c1', name: 'echo', arguments: '{"text":"hi"}', startTime: expect.any(Number) },
+      { ...child, phase: 'end', callId: 'c1', name: 'echo', arguments: '{"text":"hi"}', startTime: heard.tools[0]!.startTime, endTime: expect.any(Number), isError: false, result: [{ type: 'text', text: 'echo: hi' }] },
+    ])
+    // One clock, in the order things happened: step 1, the call, step 2, inside the child's life.
+    const [s1, e1, s2, e2] = heard.steps
+    const [t1, t2] = heard.tools
+    const times = [heard.starts[0]!.startTime, s1!.startTime, e1!.endTime, t1!.startTime, t2!.endTime, s2!.startTime, e2!.endTime, heard.ends[0]!.endTime]
+    expect(times).toEqual([...times].sort((a, b) => a! - b!))
+    expect(e1!.startTime).toBe(s1!.startTime)
+    expect(s2!.startTime).toBe(t2!.endTime)
+    expect(heard.all.map((m) => m.name)).toEqual([NAMES[0], NAMES[2], NAMES[2], NAMES[3], NAMES[3], NAMES[2], NAMES[2], NAMES[1]])
+  })
+
+  it("a nested child's child:start names its parent and the tool call that started it", async () => {
+    const { host, parent } = setup(transport, [
+      toolCallResponse('outer', 'subagent', { description: 'middle', prompt: 'delegate on' }),
+      toolCallResponse('inner', 'subagent', { description: 'leaf', prompt: 'answer' }),
+      textResponse('leaf answer'),
+      textResponse('middle answer'),
+      textResponse('top answer'),
+    ])
+    host.tools.register(createSubagentTool(host, { provider: 'spawn', maxDepth: 3 }))
+    const heard = listen()
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: signal(), label: 'top' })
+    expect((await run.result).stopReason).toBe('completed')
+    await run.dispose()
+    const [top, middle, leaf] = heard.starts
+    expect(top).toMatchObject({ id: run.id, parentId: parent.id, depth: 1 })
+    expect(top).not.toHaveProperty('parentCallId')
+    expect(middle).toMatchObject({ parentId: run.id, depth: 2, label: 'middle', parentCallId: 'outer' })
+    expect(leaf).toMatchObject({ parentId: middle!.id, depth: 3, label: 'leaf', parentCallId: 'inner' })
+    // The calls that started them are open while they run, and end after they do.
+    const outerEnd = heard.all.findIndex((m) => m.name === NAMES[3] && (m.message as ToolMessage).callId === 'outer' && (m.message as ToolMessage).phase === 'end')
+    const middleEnd = heard.all.findIndex((m) => m.name === NAMES[1] && (m.message as ChildEndMessage).id === middle!.id)
+    expect(middleEnd).toBeGreaterThan(-1)
+    expect(outerEnd).toBeGreaterThan(middleEnd)
+  })
+})
+
+describe('diagnostics channels without subscribers', () => {
+  it('publish nothing', async () => {
+    const channels = NAMES.map((name) => diagnostics_channel.channel(name))
+    expect(channels.map((c) => c.hasSubscribers)).toEqual([false, false, false, false])
+    // Counts calls on the real channel objects: with no subscriber, the host must not call publish.
+    let published = 0
+    const originals = channels.map((c) => c.publish)
+    channels.forEach((c) => (c.publish = () => void published++))
+    try {
+      const { host, parent } = setup('inline', [toolCallResponse('c1', 'echo', { text: 'x' }), textResponse('done')])
+      host.tools.register(defineTool({ name: 'echo', description: 'Echoes.', parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] }, execute: ({ text }) => text }))
+      expect((await host.spawn.run({ prompt: 'go', parent, signal: signal() })).stopReason).toBe('completed')
+    } finally {
+      channels.forEach((c, i) => (c.publish = originals[i]!))
+    }
+    expect(published).toBe(0)
+  })
+})
