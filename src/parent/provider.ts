@@ -9,9 +9,10 @@ import { toJsonSchema } from '../agent/to-json-schema.js'
 import { checkToolFilter, type ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
-import { isSessionEvent } from '../protocol/validators.js'
+import type { ContentBlock } from '../protocol/content.js'
+import { isContentBlock, isSessionEvent } from '../protocol/validators.js'
 import { checkMaxDepth, childDepthOf } from './depth.js'
-import { checkAgentOptions } from './options.js'
+import { checkAgentOptions, InvalidOptionError } from './options.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun, type Mirror } from './run.js'
 import type { SessionWriter } from './store.js'
@@ -85,7 +86,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   }
   const childDepth = childDepthOf(parent, maxDepth)
   const outputSchema = request.outputSchema === undefined ? undefined : toJsonSchema(request.outputSchema, { what: 'outputSchema' })
-  const prompt = toContent(request.prompt)
+  const prompt = promptOf(request.prompt)
   const agentOptions = request.agentOptions === undefined ? {} : checkAgentOptions(request.agentOptions, 'agentOptions')
 
   await host.ready()
@@ -166,6 +167,12 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   )
   host.track(delegation)
   return delegation
+}
+
+/** The child's first message: anything but a string or content blocks is refused naming `prompt`. */
+function promptOf(prompt: unknown): ContentBlock[] {
+  if (typeof prompt === 'string' || (Array.isArray(prompt) && prompt.every((block) => isContentBlock(block)))) return toContent(prompt)
+  throw new InvalidOptionError('prompt', prompt, 'a string or an array of content blocks ({ type: "text", text } or { type: "tool-call", id, name, arguments })')
 }
 
 function checkParent(parent: unknown): asserts parent is AgentView {
