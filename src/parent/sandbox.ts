@@ -11,7 +11,7 @@
  * any process of its user, the host included).
  */
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
-import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path'
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ResourceLimits } from 'node:worker_threads'
 import { InvalidOptionError } from './options.js'
@@ -104,7 +104,7 @@ function realPath(path: string): string {
 }
 
 /** The warning's code, for process.on('warning') filters and --disable-warning. */
-export const LINK_OUT_WARNING = 'SUBAGENT_WORKER_SANDBOX_LINK_OUT'
+const LINK_OUT_WARNING = 'SUBAGENT_WORKER_SANDBOX_LINK_OUT'
 
 /**
  * Warns when a granted folder's own entries link out of it. Only the top level is looked at (one
@@ -127,7 +127,7 @@ function warnLinksOut(option: string, path: string, real: string): void {
       continue // a dangling link reaches nothing
     }
     const inside = relative(real, target)
-    if (inside.startsWith('..') || isAbsolute(inside)) out.push(`${entry.name} -> ${target}`)
+    if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) out.push(`${entry.name} -> ${target}`)
   }
   if (out.length === 0) return
   process.emitWarning(
