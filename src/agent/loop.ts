@@ -115,6 +115,10 @@ export class AgentRuntime implements Agent {
     })())
   }
 
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose()
+  }
+
   /** Queues a user message; a turn starts now if the agent is idle. */
   followup(message: string | ContentBlock[], source: { kind: string } = { kind: 'user' }): void {
     this.#queue.push({ content: toContent(message), source })

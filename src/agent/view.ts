@@ -31,4 +31,6 @@ export interface Agent extends AgentView {
   run(message: string | ContentBlock[]): Promise<TurnOutcome>
   /** Cancels the agent, waits for it, and removes it from its host (its transcript stays in the store). */
   dispose(): Promise<void>
+  /** dispose(): `await using agent = host.createAgent(...)` disposes it when the block is left. */
+  [Symbol.asyncDispose](): Promise<void>
 }

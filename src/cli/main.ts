@@ -2,7 +2,7 @@
 /** The `subagent-worker` command. */
 import { runBench } from './bench/index.js'
 import { runDemo } from './demo.js'
-import { UsageError } from './usage.js'
+import { CommandFailure, UsageError } from './usage.js'
 
 const USAGE = `usage: subagent-worker <command>
 
@@ -32,7 +32,8 @@ if (!run || command === 'help' || command === '--help') {
       process.exitCode = 2
       return
     }
-    process.stderr.write(`subagent-worker ${command} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+    const why = error instanceof CommandFailure ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)
+    process.stderr.write(`subagent-worker ${command} failed: ${why}\n`)
     process.exitCode = 1
   })
 }

@@ -1,6 +1,6 @@
 /** `subagent-worker node`: a worker node serving a BullMQ queue until SIGTERM or SIGINT. */
 import { parseArgs } from 'node:util'
-import { UsageError } from './usage.js'
+import { CommandFailure, UsageError } from './usage.js'
 
 export const NODE_USAGE = `usage: subagent-worker node --redis URL [--queue NAME] [--max-threads N]
                             [--min-threads N] [--idle-timeout-ms MS] [--children-per-worker M]
@@ -65,6 +65,9 @@ export async function runNode(argv: string[]): Promise<void> {
     },
     ...(values.name === undefined ? {} : { name: values.name }),
     ...(values['host-silence-ms'] === undefined ? {} : { hostSilenceMs: whole('--host-silence-ms', values['host-silence-ms']) }),
+  }).catch((error: unknown) => {
+    // Why the node could not start (no Redis, a refused password, a bad module) is its message; a stack says nothing more.
+    throw new CommandFailure(error instanceof Error ? error.message : String(error), { cause: error })
   })
   process.stdout.write(`node ${node.id} serving queue ${values.queue ?? 'subagent-worker'}, ${node.capacity} children per depth\n`)
   await new Promise<void>((resolve) => {

@@ -2,3 +2,8 @@
 export class UsageError extends Error {
   override readonly name = 'UsageError'
 }
+
+/** A command that could not do its job for a reason its message says whole (Redis unreachable, ...): one line, exit 1, no stack. */
+export class CommandFailure extends Error {
+  override readonly name = 'CommandFailure'
+}

@@ -58,6 +58,8 @@ export interface Host {
   on<E extends LifecycleEventName>(event: E, listener: (info: LifecycleEvents[E]) => void): () => void
   /** Settles every live run (`aborted`), stops the pool, flushes the store. */
   close(): Promise<void>
+  /** close(): `await using host = createHost(...)` closes it when the block is left. */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 /** Where children run: the host's thread, worker threads or child processes (one pool per depth). */
@@ -197,7 +199,7 @@ export function createHost(options: HostOptions = {}): Host {
     if (moduleHas) throw new Error(`${kind} "${name}" is already defined by the agent module: give the host ${kind} another name`)
   }
 
-  return {
+  const host: Host = {
     models: {
       register(name, model) {
         if (typeof name !== 'string' || name === '') throw new TypeError('a model name must be a non-empty string')
@@ -276,7 +278,9 @@ export function createHost(options: HostOptions = {}): Host {
         if (failures.length > 0) throw new AggregateError(failures, 'the host closed, but some transcripts could not be stored')
       })())
     },
+    [Symbol.asyncDispose]: () => host.close(),
   }
+  return host
 }
 
 function checkHeaderInit(header: AgentInit['header']): Partial<SessionHeader> {

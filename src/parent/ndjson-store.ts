@@ -10,16 +10,19 @@
  */
 import { randomUUID } from 'node:crypto'
 import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises'
-import { join } from 'node:path'
+import { isAbsolute, join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
 import { isSessionEvent } from '../protocol/validators.js'
 import { takeLock } from './ndjson-lock.js'
-import { checkSessionId, matches, readHeader, type SessionList, type SessionStore } from './store.js'
+import { InvalidOptionError } from './options.js'
+import { checkSessionId, matches, readHeader, SessionLiveError, type SessionList, type SessionStore } from './store.js'
 
 const TAIL_CHUNK = 64 * 1024
 
 export function createNdjsonStore(dir: string): SessionStore {
   if (typeof dir !== 'string' || dir === '') throw new TypeError('createNdjsonStore needs a directory path')
+  // As every other path option: a relative one would name another folder from another working directory.
+  if (!isAbsolute(dir)) throw new InvalidOptionError('createNdjsonStore dir', dir, 'an absolute path (path.resolve(dir) if it is meant from the working directory)')
   const ready = mkdir(dir, { recursive: true })
   const token = randomUUID()
   const file = (id: string) => join(dir, `${checkSessionId(id)}.jsonl`)
@@ -107,7 +110,8 @@ export function createNdjsonStore(dir: string): SessionStore {
       const path = file(id)
       return serial(id, async () => {
         await ready
-        await acquire(id) // never from under a live writer
+        if (owned.has(id)) throw new SessionLiveError(id) // this store is its live writer
+        await acquire(id) // never from under another live writer
         await rm(path, { force: true })
         await release(id)
       })

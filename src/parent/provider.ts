@@ -9,11 +9,12 @@ import { toJsonSchema } from '../agent/to-json-schema.js'
 import { checkToolFilter, type ToolFilter } from '../agent/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { SessionEvent, SessionHeader } from '../protocol/session.js'
-import { isSessionEvent } from '../protocol/validators.js'
+import type { ContentBlock } from '../protocol/content.js'
+import { isContentBlock, isSessionEvent } from '../protocol/validators.js'
 import { Budget } from './budget.js'
 import { checkMaxDepth, childDepthOf } from './depth.js'
 import { checkLimits, type ChildLimits } from './limits.js'
-import { checkAgentOptions } from './options.js'
+import { checkAgentOptions, InvalidOptionError } from './options.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun, type Mirror } from './run.js'
 import type { SessionWriter } from './store.js'
@@ -96,7 +97,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   const requestedLimits = checkLimits(request.limits)
   const childDepth = childDepthOf(parent, maxDepth)
   const outputSchema = request.outputSchema === undefined ? undefined : toJsonSchema(request.outputSchema, { what: 'outputSchema' })
-  const prompt = toContent(request.prompt)
+  const prompt = promptOf(request.prompt)
   const agentOptions = request.agentOptions === undefined ? {} : checkAgentOptions(request.agentOptions, 'agentOptions')
 
   await host.ready()
@@ -208,6 +209,12 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   )
   host.track(delegation)
   return delegation
+}
+
+/** The child's first message: anything but a string or content blocks is refused naming `prompt`. */
+function promptOf(prompt: unknown): ContentBlock[] {
+  if (typeof prompt === 'string' || (Array.isArray(prompt) && prompt.every((block) => isContentBlock(block)))) return toContent(prompt)
+  throw new InvalidOptionError('prompt', prompt, 'a string or an array of content blocks ({ type: "text", text } or { type: "tool-call", id, name, arguments })')
 }
 
 function checkParent(parent: unknown): asserts parent is AgentView {

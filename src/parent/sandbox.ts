@@ -6,10 +6,12 @@
  *
  * Node calls its permission model a seat belt: it keeps trusted and model-driven code from
  * touching what it was not granted, not a determined attacker, and before Node 25 it does not
- * restrict the network.
+ * restrict the network. Two gaps it leaves, which the README states: it follows a symbolic link
+ * inside a granted folder wherever it leads, and it does not cover signals (a child can signal
+ * any process of its user, the host included).
  */
-import { existsSync, readFileSync, realpathSync } from 'node:fs'
-import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ResourceLimits } from 'node:worker_threads'
 import { InvalidOptionError } from './options.js'
@@ -42,10 +44,10 @@ export function checkSandbox(sandbox: SandboxOptions): SandboxOptions {
 /** The flags a child process starts with: the permission model with its grants, and the heap caps. */
 export function processFlags(sandbox: SandboxOptions, agentModule: URL | undefined, limits: ResourceLimits | undefined): string[] {
   const flags = [...permissionFlags()]
-  const reads = new Set([...runnerCode(), ...paths('sandbox.fsRead', sandbox.fsRead ?? [])])
+  const reads = new Set([...runnerCode(), ...grants('sandbox.fsRead', sandbox.fsRead ?? [])])
   if (agentModule?.protocol === 'file:') reads.add(fileURLToPath(agentModule))
   for (const path of reads) flags.push(`--allow-fs-read=${path}`)
-  for (const path of paths('sandbox.fsWrite', sandbox.fsWrite ?? [])) flags.push(`--allow-fs-write=${path}`)
+  for (const path of grants('sandbox.fsWrite', sandbox.fsWrite ?? [])) flags.push(`--allow-fs-write=${path}`)
   if (sandbox.childProcess) flags.push('--allow-child-process')
   if (sandbox.worker) flags.push('--allow-worker')
   if (sandbox.addons) flags.push('--allow-addons')
@@ -72,6 +74,66 @@ function paths(option: string, value: unknown): string[] {
     // One spelling per path: Node 20 aborts on a path given both with and without its trailing slash.
     return resolve(path)
   })
+}
+
+/**
+ * A grant's paths as Node must be given them: the path as written and, when links lead
+ * elsewhere, its real path too. Node checks the path an access names, unresolved, while the
+ * module loader and process.cwd() name real paths, so a grant through a link (a linked package,
+ * a /tmp that is a link) would otherwise deny its own files. A granted folder with a top-level
+ * entry linking out of it is warned about: Node would follow it.
+ */
+function grants(option: string, value: unknown): string[] {
+  const out = new Set<string>()
+  for (const path of paths(option, value)) {
+    const real = realPath(path)
+    out.add(path).add(real)
+    warnLinksOut(option, path, real)
+  }
+  return [...out]
+}
+
+/** The real path; for a path not there yet (a folder a child will create), its nearest existing ancestor's, resolved, with the rest. */
+function realPath(path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {
+    const parent = dirname(path)
+    return parent === path ? path : join(realPath(parent), basename(path))
+  }
+}
+
+/** The warning's code, for process.on('warning') filters and --disable-warning. */
+const LINK_OUT_WARNING = 'SUBAGENT_WORKER_SANDBOX_LINK_OUT'
+
+/**
+ * Warns when a granted folder's own entries link out of it. Only the top level is looked at (one
+ * directory read a grant, when the host is created): a link deeper down still escapes unwarned.
+ */
+function warnLinksOut(option: string, path: string, real: string): void {
+  let entries
+  try {
+    entries = readdirSync(real, { withFileTypes: true })
+  } catch {
+    return // a file, or not there yet: nothing below it to link out
+  }
+  const out: string[] = []
+  for (const entry of entries) {
+    if (!entry.isSymbolicLink()) continue
+    let target: string
+    try {
+      target = realpathSync(join(real, entry.name))
+    } catch {
+      continue // a dangling link reaches nothing
+    }
+    const inside = relative(real, target)
+    if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) out.push(`${entry.name} -> ${target}`)
+  }
+  if (out.length === 0) return
+  process.emitWarning(
+    `${option} grants ${path}, and links in it lead outside it (${out.join(', ')}): Node follows them, so a child may reach there too. Remove the links or grant a narrower folder`,
+    { code: LINK_OUT_WARNING },
+  )
 }
 
 let code: string[] | undefined

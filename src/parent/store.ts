@@ -10,7 +10,10 @@ export interface SessionStore {
   read(id: string): Promise<{ header: SessionHeader; events: SessionEvent[] } | undefined>
   /** The sessions' headers (those matching `filter`), and the transcripts that could not be read, each with why. */
   list(filter?: SessionFilter): Promise<SessionList>
-  /** Forgets a session; deleting one that is not there is not an error. */
+  /**
+   * Forgets a session; deleting one that is not there is not an error. A session this store is
+   * still writing (its agent is live: not yet released) is refused with a SessionLiveError.
+   */
   delete(id: string): Promise<void>
   /**
    * Optional: this store is done writing the session (its agent was disposed, or its host
@@ -18,6 +21,22 @@ export interface SessionStore {
    * write of each session.
    */
   release?(id: string): Promise<void>
+}
+
+/**
+ * `store.delete(id)` of a session whose agent is still live: its next write, or its host's
+ * close(), would fail far from the cause, so the delete is refused instead, as resumeAgent
+ * refuses a live id.
+ */
+export class SessionLiveError extends Error {
+  override name = 'SessionLiveError'
+  readonly code = 'ERR_SUBAGENT_SESSION_LIVE'
+  readonly sessionId: string
+
+  constructor(id: string) {
+    super(`session "${id}" is live: dispose() its agent (or close its host) before deleting its transcript`)
+    this.sessionId = id
+  }
 }
 
 /** What an id may be: it names the session everywhere, a file too. */
@@ -63,15 +82,19 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
   const retain = options.retain ?? true
   if (typeof retain !== 'boolean') throw new TypeError('createMemoryStore retain must be true or false')
   const sessions = new Map<string, { header: SessionHeader; events: SessionEvent[] }>()
+  /** Sessions written since their last release: their agents are live. */
+  const live = new Set<string>()
   return {
     async create(header) {
       if (sessions.has(header.id)) throw new Error(`session "${header.id}" already exists in the store`)
       sessions.set(header.id, { header: { ...header }, events: [] })
+      live.add(header.id)
     },
     async append(id, events) {
       const session = sessions.get(id)
       if (!session) throw new Error(`session "${id}" is not in the store: create it first`)
       session.events.push(...events)
+      live.add(id)
     },
     async read(id) {
       const session = sessions.get(id)
@@ -81,9 +104,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
       return { sessions: [...sessions.values()].filter((s) => matches(s.header, filter)).map((s) => ({ ...s.header })), unreadable: [] }
     },
     async delete(id) {
+      if (live.has(id)) throw new SessionLiveError(id)
       sessions.delete(id)
     },
     async release(id) {
+      live.delete(id)
       if (!retain) sessions.delete(id)
     },
   }

@@ -91,9 +91,10 @@ describe('createNdjsonStore', () => {
     expect((await store.list({ label: 'research', parentSession: 'p2' })).sessions.map((h) => h.id)).toEqual(['c'])
   })
 
-  it('delete forgets a session; deleting one that is not there is not an error', async () => {
+  it('delete forgets a session once released; deleting one that is not there is not an error', async () => {
     const store = createNdjsonStore(dir)
     await store.create(header)
+    await store.release!('s1')
     await store.delete('s1')
     expect(await store.read('s1')).toBeUndefined()
     await expect(store.delete('s1')).resolves.toBeUndefined()

@@ -36,7 +36,7 @@ its end, beside a bare BullMQ job round trip on the same Redis (the bullmq floor
 bullmq and ioredis packages and a Redis answering PING within a second; without them it is
 skipped with one line on stderr and the rest runs as before.
 
-  --quick        fewer samples, same shapes: noisier figures in less time
+  --quick        fewer samples and children: noisier figures in about a minute
   --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too
   --json FILE    write every figure, the raw samples and the machine to FILE
   --svg FILE     write a self-contained SVG chart of the figures of every transport to FILE

@@ -131,7 +131,7 @@ export function renderNotes(report: BenchReport, style: Style): string {
   })
   const models = [...new Set(report.scenarios.map((r) => r.model))]
   return [
-    style.dim(`Machine: ${describeMachine(report.machine)}${report.quick ? '  (--quick: fewer samples, noisier figures)' : ''}.`),
+    style.dim(`Machine: ${describeMachine(report.machine)}${report.quick ? '  (--quick: fewer samples and children, noisier figures)' : ''}.`),
     style.dim(`Cells are median (p99); p99 is the bad tail: the slowest 1 % for times and sizes, the lowest 1 % for rates. worker/inline and process/worker are ratios of the medians.`),
     style.dim(
       `Each goal is judged on its transport's median; figure is the number it is judged on (× is a ratio: to inline, worker, the floor or the ideal, as the goal says). CPU figures are medians of each round's CPU: the host process's every thread plus, for process, its runner processes${hasRemote(report) ? ', for remote, its node processes' : ''} (read from /proc); event-loop delays are the host's, medians of each round's p99 and max.`,
