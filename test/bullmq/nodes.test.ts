@@ -62,17 +62,25 @@ function scope(onTestFinished: (fn: () => Promise<void>) => void): Scope {
 
 const freshQueue = () => `t-${randomBytes(4).toString('hex')}`
 
-/** A model that has the child call the module tool `where`, holds it `holdMs`, then answers with the tool's result. */
-function whereThenAnswer(holdMs: number): ScriptEntry {
+/** A promise the test settles: what a scripted answer waits for instead of a time. */
+function gate(): { promise: Promise<void>; open(): void } {
+  let open = () => {}
+  const promise = new Promise<void>((resolve) => (open = resolve))
+  return { promise, open }
+}
+
+/** A model that has the child call the module tool `where`, holds it until `held` settles, then answers with the tool's result. */
+function whereThenAnswer(held: Promise<void>): ScriptEntry {
   return async (request: ModelRequest) => {
     const result = [...request.messages].reverse().find((message) => message.role === 'tool')
     if (!result) return toolCallResponse('w', 'where', {})
-    await new Promise((resolve) => setTimeout(resolve, holdMs))
+    await held
     return textResponse(textOf(result.content))
   }
 }
 
-async function waitFor(condition: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+/** Polls for `condition`; the bound is generous (a loaded machine is slow, not stuck), the test's own timeout more so. */
+async function waitFor(condition: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
   const end = Date.now() + ms
   while (!(await condition())) {
     if (Date.now() > end) throw new Error('timed out waiting')
@@ -147,18 +155,22 @@ class FakeNode {
   }
 }
 
-describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
+// Each test starts node processes of its own, all at once: generous on a loaded two-core machine.
+describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', { timeout: 120_000 }, () => {
   it('children spread over both nodes; each node runs at most its capacity, the rest wait in the queue', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     const [a, b] = await Promise.all([my.node(queue), my.node(queue)])
-    const { host: h, parent } = my.host(queue, Array.from({ length: 20 }, () => whereThenAnswer(1500)))
+    // The children hold their slots until the test has looked at the queue.
+    const held = gate()
+    const { host: h, parent } = my.host(queue, Array.from({ length: 20 }, () => whereThenAnswer(held.promise)))
     // Capacity: 2 nodes × 1 thread × 2 children. Six starts: four run, two wait in the queue.
     const starts = Array.from({ length: 6 }, () => h.spawn.start({ prompt: 'where are you?', parent }))
     const started: unknown[] = []
     for (const start of starts) void start.then((run) => started.push(run))
     await waitFor(() => started.length === 4)
     expect(await waiting(queue)).toBe(2)
+    held.open()
     const runs = await Promise.all(starts)
     const results = await Promise.all(runs.map((run) => run.result))
     await Promise.all(runs.map((run) => run.dispose()))
@@ -250,11 +262,14 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
   it('SIGTERM: the node takes no new job, lets running children finish, then ends the rest aborted', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
-    const n = await my.node(queue, { extra: ['--shutdown-ms', '2000'] })
-    const slow: ScriptEntry = { delayMs: 200, chunks: textResponse('finished in time') }
+    const n = await my.node(queue, { extra: ['--shutdown-ms', '5000'] })
+    // One child answers only once the SIGTERM is sent: it is running then, and finishes within the shutdown time.
+    const terminated = gate()
+    const slow: ScriptEntry = async () => (await terminated.promise, textResponse('finished in time'))
     const { host: h, parent } = my.host(queue, [slow, 'hang'])
     const [finishing, stuck] = await Promise.all([h.spawn.start({ prompt: 'a', parent }), h.spawn.start({ prompt: 'b', parent })])
     n.process.kill('SIGTERM')
+    terminated.open()
     const [done, cut] = await Promise.all([finishing.result, stuck.result])
     const byText = [done, cut].sort((x) => (x.stopReason === 'completed' ? -1 : 1))
     expect(byText[0]).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'finished in time' }] })
@@ -273,7 +288,9 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     const controller = new AbortController()
     const start = h.spawn.start({ prompt: 'anyone?', parent, signal: controller.signal })
     await waitFor(async () => (await waiting(other)) === 1)
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    // The node takes a job from its own queue after that one was queued: it is serving, and left the other alone.
+    const { host: own, parent: mine } = my.host(served, [textResponse('served')])
+    expect(await own.spawn.run({ prompt: 'yours', parent: mine })).toMatchObject({ stopReason: 'completed' })
     expect(await waiting(other)).toBe(1)
     controller.abort()
     await expect(start).rejects.toBeDefined()
@@ -291,7 +308,7 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
       connection.disconnect()
     })
     await expect(h.spawn.start({ prompt: 'hi', parent })).rejects.toThrow('the node that took this child from the queue stopped before building it')
-  }, 30_000)
+  })
 
   it('a job edited in Redis before a node takes it carries no authority: the child is the one its host made', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
