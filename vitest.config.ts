@@ -5,8 +5,10 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Two worker nodes on Redis for the BullMQ transport's runs of the contract suite (skipped without Redis).
     globalSetup: ['test/support/global-nodes.ts'],
-    testTimeout: 20_000,
-    hookTimeout: 20_000,
+    // Tests wait for events, never for time (test/README.md); these bounds only stop a hung test.
+    // Generous, because a loaded two-core machine is slow, not stuck.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
     // Two files at a time: most of a test's time is worker threads starting and waiting, so two
     // share two cores well (vitest's default is cores - 1, one file at a time on two cores).
     maxWorkers: 2,

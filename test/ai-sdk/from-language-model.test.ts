@@ -145,7 +145,7 @@ describe.each(TRANSPORTS)('fromLanguageModel, registered on the host [%s]', (tra
       const cancelledAt = performance.now()
       controller.abort()
       const result = await run.result
-      await until(() => cancelled, 500)
+      await until(() => cancelled)
       expect(performance.now() - cancelledAt).toBeLessThan(500)
       expect(result).toMatchObject({ stopReason: 'aborted', output: [{ type: 'text', text: 'partial' }] })
       expect(result.diagnostic).toBeUndefined()

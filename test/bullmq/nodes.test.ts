@@ -26,7 +26,7 @@ const REDIS = BULLMQ?.redis ?? ''
 /** The depth-1 BullMQ queue behind a transport's `queue`. */
 const depth1 = (queue: string) => `${queue}-v${PROTOCOL_VERSION}-depth1`
 
-/** What one test started, stopped when it ends: the tests run concurrently, each on a queue and nodes of its own. */
+/** What one test started, stopped when it ends: each test has a queue and nodes of its own. */
 class Scope {
   readonly nodes: TestNode[] = []
   readonly hosts: Host[] = []
@@ -60,19 +60,33 @@ function scope(onTestFinished: (fn: () => Promise<void>) => void): Scope {
   return made
 }
 
+/**
+ * For a host whose test is not about a node falling silent: a loaded machine can hold a live
+ * node's heartbeat past the default nodeSilenceMs (3 s), and the test would then be about that.
+ */
+const PATIENT = { nodeSilenceMs: 30_000 }
+
 const freshQueue = () => `t-${randomBytes(4).toString('hex')}`
 
-/** A model that has the child call the module tool `where`, holds it `holdMs`, then answers with the tool's result. */
-function whereThenAnswer(holdMs: number): ScriptEntry {
+/** A promise the test settles: what a scripted answer waits for instead of a time. */
+function gate(): { promise: Promise<void>; open(): void } {
+  let open = () => {}
+  const promise = new Promise<void>((resolve) => (open = resolve))
+  return { promise, open }
+}
+
+/** A model that has the child call the module tool `where`, holds it until `held` settles, then answers with the tool's result. */
+function whereThenAnswer(held: Promise<void>): ScriptEntry {
   return async (request: ModelRequest) => {
     const result = [...request.messages].reverse().find((message) => message.role === 'tool')
     if (!result) return toolCallResponse('w', 'where', {})
-    await new Promise((resolve) => setTimeout(resolve, holdMs))
+    await held
     return textResponse(textOf(result.content))
   }
 }
 
-async function waitFor(condition: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+/** Polls for `condition`; the bound is generous (a loaded machine is slow, not stuck), the test's own timeout more so. */
+async function waitFor(condition: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
   const end = Date.now() + ms
   while (!(await condition())) {
     if (Date.now() > end) throw new Error('timed out waiting')
@@ -147,18 +161,23 @@ class FakeNode {
   }
 }
 
-describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
+// One test at a time: each starts node processes of its own, and a dozen of them starting at once on
+// two loaded cores held live nodes' heartbeats past any silence bound. Generous per test, too.
+describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 }, () => {
   it('children spread over both nodes; each node runs at most its capacity, the rest wait in the queue', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     const [a, b] = await Promise.all([my.node(queue), my.node(queue)])
-    const { host: h, parent } = my.host(queue, Array.from({ length: 20 }, () => whereThenAnswer(1500)))
+    // The children hold their slots until the test has looked at the queue.
+    const held = gate()
+    const { host: h, parent } = my.host(queue, Array.from({ length: 20 }, () => whereThenAnswer(held.promise)), PATIENT)
     // Capacity: 2 nodes × 1 thread × 2 children. Six starts: four run, two wait in the queue.
     const starts = Array.from({ length: 6 }, () => h.spawn.start({ prompt: 'where are you?', parent }))
     const started: unknown[] = []
     for (const start of starts) void start.then((run) => started.push(run))
     await waitFor(() => started.length === 4)
     expect(await waiting(queue)).toBe(2)
+    held.open()
     const runs = await Promise.all(starts)
     const results = await Promise.all(runs.map((run) => run.result))
     await Promise.all(runs.map((run) => run.dispose()))
@@ -171,7 +190,7 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     await my.node(queue, { childrenPerWorker: 1 })
-    const { host: h, parent } = my.host(queue, ['hang', textResponse('second')])
+    const { host: h, parent } = my.host(queue, ['hang', textResponse('second')], PATIENT)
     const first = await h.spawn.start({ prompt: 'hold', parent })
     const controller = new AbortController()
     const queued = h.spawn.start({ prompt: 'never runs', parent, signal: controller.signal })
@@ -190,7 +209,7 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     const n = await my.node(queue)
-    const { host: h, parent } = my.host(queue, [toolCallResponse('s', 'spin', {})], { abortGraceMs: 300 })
+    const { host: h, parent } = my.host(queue, [toolCallResponse('s', 'spin', {})], { abortGraceMs: 300, ...PATIENT })
     const controller = new AbortController()
     const run = await h.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
     // The tool call is on the host (module code runs once the events before it are sent): the tool spins now.
@@ -206,7 +225,7 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     await my.node(queue)
-    const { host: h, parent } = my.host(queue, [toolCallResponse('x', 'exit', { code: 7 }), textResponse('after')])
+    const { host: h, parent } = my.host(queue, [toolCallResponse('x', 'exit', { code: 7 }), textResponse('after')], PATIENT)
     const result = await h.spawn.run({ prompt: 'exit', parent })
     expect(result.stopReason).toBe('error')
     expect(result.diagnostic).toMatch(/the child's worker thread exited with code 7/)
@@ -217,7 +236,9 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     const n = await my.node(queue)
-    const { host: h, parent } = my.host(queue, ['hang'], { nodeSilenceMs: 1000 })
+    // Short enough to settle soon after the kill, long enough that a loaded machine's late beats before it are not taken for one.
+    const nodeSilenceMs = 5000
+    const { host: h, parent } = my.host(queue, ['hang'], { nodeSilenceMs })
     const run = await h.spawn.start({ prompt: 'stream then wait', parent })
     await waitFor(() => (h.agents.get(run.id)?.session.events ?? []).some((event) => event.type === 'assistant/chunk'))
     const killedAt = performance.now()
@@ -230,7 +251,7 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     expect(events.filter((event) => event.type === 'assistant/chunk').map((event) => (event.data as { chunk: { text: string } }).chunk.text).join('')).toBe('partial')
     await run.dispose()
     // Reported, not asserted: the bound is the heartbeat's (nodeSilenceMs + one beat).
-    console.log(`a SIGKILLed node's child settled ${Math.round(settledMs)} ms after the kill (nodeSilenceMs 1000)`)
+    console.log(`a SIGKILLed node's child settled ${Math.round(settledMs)} ms after the kill (nodeSilenceMs ${nodeSilenceMs})`)
   })
 
   it('a host that dies leaves no orphans: its node notices the silence and frees the slots', async ({ expect, onTestFinished }) => {
@@ -243,18 +264,21 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     await waitFor(() => said.includes('running'))
     doomed.kill('SIGKILL')
     // The only slot is the dead host's child's until the node lets it go.
-    const { host: h, parent } = my.host(queue, [textResponse('the slot is free')])
+    const { host: h, parent } = my.host(queue, [textResponse('the slot is free')], PATIENT)
     expect(await h.spawn.run({ prompt: 'hi', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'the slot is free' }] })
   })
 
   it('SIGTERM: the node takes no new job, lets running children finish, then ends the rest aborted', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
-    const n = await my.node(queue, { extra: ['--shutdown-ms', '2000'] })
-    const slow: ScriptEntry = { delayMs: 200, chunks: textResponse('finished in time') }
-    const { host: h, parent } = my.host(queue, [slow, 'hang'])
+    const n = await my.node(queue, { extra: ['--shutdown-ms', '5000'] })
+    // One child answers only once the SIGTERM is sent: it is running then, and finishes within the shutdown time.
+    const terminated = gate()
+    const slow: ScriptEntry = async () => (await terminated.promise, textResponse('finished in time'))
+    const { host: h, parent } = my.host(queue, [slow, 'hang'], PATIENT)
     const [finishing, stuck] = await Promise.all([h.spawn.start({ prompt: 'a', parent }), h.spawn.start({ prompt: 'b', parent })])
     n.process.kill('SIGTERM')
+    terminated.open()
     const [done, cut] = await Promise.all([finishing.result, stuck.result])
     const byText = [done, cut].sort((x) => (x.stopReason === 'completed' ? -1 : 1))
     expect(byText[0]).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'finished in time' }] })
@@ -269,11 +293,13 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
     const served = freshQueue()
     await my.node(served)
     const other = freshQueue()
-    const { host: h, parent } = my.host(other, [textResponse('never')])
+    const { host: h, parent } = my.host(other, [textResponse('never')], PATIENT)
     const controller = new AbortController()
     const start = h.spawn.start({ prompt: 'anyone?', parent, signal: controller.signal })
     await waitFor(async () => (await waiting(other)) === 1)
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    // The node takes a job from its own queue after that one was queued: it is serving, and left the other alone.
+    const { host: own, parent: mine } = my.host(served, [textResponse('served')], PATIENT)
+    expect(await own.spawn.run({ prompt: 'yours', parent: mine })).toMatchObject({ stopReason: 'completed' })
     expect(await waiting(other)).toBe(1)
     controller.abort()
     await expect(start).rejects.toBeDefined()
@@ -291,12 +317,12 @@ describe.skipIf(!BULLMQ).concurrent('bullmq transport on worker nodes', () => {
       connection.disconnect()
     })
     await expect(h.spawn.start({ prompt: 'hi', parent })).rejects.toThrow('the node that took this child from the queue stopped before building it')
-  }, 30_000)
+  })
 
   it('a job edited in Redis before a node takes it carries no authority: the child is the one its host made', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
-    const { host: h, model, parent } = my.host(queue, [toolCallResponse('w', 'where', {}), textResponse('done')])
+    const { host: h, model, parent } = my.host(queue, [toolCallResponse('w', 'where', {}), textResponse('done')], PATIENT)
     const start = h.spawn.start({ prompt: 'where are you?', parent, persona: 'the host persona', toolFilter: { allow: [] } })
     // No node serves the queue yet: the job waits, and a queue writer rewrites it.
     await waitFor(async () => (await waiting(queue)) === 1)

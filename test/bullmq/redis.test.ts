@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, ScriptedModel, textResponse, type Host, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport, startNode, type RedisConnection, type WorkerNode } from 'subagent-worker/bullmq'
-import { freePort, redisReachable } from '../support/redis.js'
+import { freePort } from '../support/redis.js'
 
 const CONTRACT_MODULE = fileURLToPath(new URL('../fixtures/contract-module.mjs', import.meta.url))
 const HAVE_SERVER = spawnSync('redis-server', ['--version']).status === 0
@@ -25,16 +25,20 @@ afterEach(async () => {
   for (const server of servers.splice(0)) server.kill('SIGKILL')
 })
 
-/** A redis-server of this test's own on `port`, keeping nothing on disk; resolves once it answers. */
+/** A redis-server of this test's own on `port`, keeping nothing on disk; resolves once it says it accepts connections. */
 async function redisServer(port: number, password?: string): Promise<ChildProcess> {
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...(password ? ['--requirepass', password] : [])]
-  const server = spawn('redis-server', args, { stdio: 'ignore' })
+  const server = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'ignore'] })
   servers.push(server)
-  const url = password ? `redis://:${password}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`
-  for (let tries = 0; !(await redisReachable(url)); tries++) {
-    if (tries > 100) throw new Error(`redis-server on port ${port} did not answer`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  let said = ''
+  await new Promise<void>((resolve, reject) => {
+    // Read its log to the end, so a full pipe never blocks it.
+    server.stdout!.on('data', (chunk: Buffer) => {
+      said += chunk.toString()
+      if (said.includes('Ready to accept connections')) resolve()
+    })
+    server.once('exit', (code) => reject(new Error(`redis-server on port ${port} exited (${code}) before accepting connections:\n${said}`)))
+  })
   return server
 }
 
@@ -51,7 +55,8 @@ function hostOn(connection: RedisConnection, script: ScriptEntry[] = []) {
   return { host, parent: host.createAgent({ options: { provider: 'scripted', model: 'm' } }) }
 }
 
-describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', () => {
+// Servers, nodes and reconnections: generous on a loaded machine.
+describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 120_000 }, () => {
   it('Redis restarting mid-run ends the child error naming Redis; a start while it is down fails in time; afterwards all works again', async () => {
     const port = await freePort()
     let server = await redisServer(port)
@@ -71,13 +76,13 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', () => {
     await expect(host.spawn.start({ prompt: 'while down', parent })).rejects.toThrow(new RegExp(`on Redis at redis://127\\.0\\.0\\.1:${port} within 1000 ms \\(redisTimeoutMs\\)`))
 
     server = await redisServer(port)
-    // ioredis reconnects on its own, the node's BullMQ workers too: the next start just works.
+    // ioredis reconnects on its own, the node's BullMQ workers too: a start works once they have.
     let answer: unknown
     for (let tries = 0; answer === undefined; tries++) {
       try {
         answer = await host.spawn.run({ prompt: 'again', parent })
       } catch (error) {
-        if (tries > 20) throw error
+        if (tries > 40) throw error
         await new Promise((resolve) => setTimeout(resolve, 250))
       }
     }

@@ -52,7 +52,6 @@ describe.each(TRANSPORTS)('durable transcripts [%s]', (transport) => {
   it('resuming an unknown or live session is a clear error', async () => {
     const { host, parent } = setup(transport, [])
     await expect(host.resumeAgent('nope')).rejects.toThrow('no session "nope" in the store')
-    await new Promise((resolve) => setTimeout(resolve, 10))
     await expect(host.resumeAgent(parent.id)).rejects.toThrow(/already live/)
   })
 

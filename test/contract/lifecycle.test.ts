@@ -1,7 +1,7 @@
 // CONTRACT.md §7 (Lifecycle events): subagent/start and subagent/end, paired by runId; observers never break a run.
 import { afterEach, describe, expect, it } from 'vitest'
 import { textResponse, type SubagentStartEvent } from 'subagent-worker'
-import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
+import { closeHosts, setup, signal, tick, TRANSPORTS } from '../support/harness.js'
 import { captureWarnings, recordLifecycle, rejectionOf, waitFor } from '../support/driver-helpers.js'
 
 afterEach(closeHosts)
@@ -171,7 +171,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     await Promise.all([run.dispose(), run.dispose()])
     await run.dispose()
     await fx.host.close()
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await tick(20) // no second subagent/end comes late
     expect(lifecycle.starts).toHaveLength(1)
     expect(lifecycle.ends).toHaveLength(1)
   })
@@ -181,7 +181,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const lifecycle = recordLifecycle(fx.host)
     await rejectionOf(fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal(), maxDepth: 0 }))
     await rejectionOf(fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal(), toolFilter: { allow: ['missing'] } }))
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await tick(20) // no subagent/start or end comes late
     expect(lifecycle.starts).toEqual([])
     expect(lifecycle.ends).toEqual([])
   })

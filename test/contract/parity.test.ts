@@ -90,7 +90,9 @@ describe.each(TRANSPORTS)('transport parity [%s]', (transport) => {
   it('a pending beforeStep hook does not hold up dispose: the run settles aborted', async () => {
     const { host, parent } = setup(transport, [], { abortGraceMs: 5_000 })
     const run = await host.spawn.start({ prompt: 'x', parent, signal: signal(), agentOptions: { model: 'hang-step' } })
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // The descriptor is recorded right before beforeStep is called, and module code runs only once
+    // what was recorded before it is sent: once the host has it, the hook is pending.
+    while (!host.agents.get(run.id)!.session.events.some((e) => e.type === 'subagent/descriptor')) await new Promise((resolve) => setTimeout(resolve, 5))
     await run.dispose()
     expect((await run.result).stopReason).toBe('aborted')
   })

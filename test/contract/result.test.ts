@@ -217,11 +217,11 @@ describe.each(TRANSPORTS)('§3 stop reasons [%s]', (transport) => {
     fx.host.tools.register(
       defineTool({
         name: 'stubborn',
-        description: 'ignores cancellation for a while, then fails',
+        description: 'ignores cancellation, then fails once it was cancelled',
         parameters: { type: 'object', properties: {} },
-        execute: async () => {
+        execute: async (_args, exec) => {
           started = true
-          await new Promise((resolve) => setTimeout(resolve, 50))
+          await new Promise((resolve) => exec.signal.addEventListener('abort', resolve, { once: true }))
           throw new Error('late failure')
         },
       }),

@@ -52,7 +52,7 @@ it('the OpenAI-compatible example runs against any endpoint given by environment
   close.push(() => server.close())
   const { port } = server.address() as AddressInfo
   const env = { PATH: process.env.PATH ?? '', OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`, OPENAI_MODEL: 'test-model' }
-  const { stdout } = await promisify(execFile)(process.execPath, [EXAMPLE], { env, timeout: 30_000 })
+  const { stdout } = await promisify(execFile)(process.execPath, [EXAMPLE], { env, timeout: 90_000 })
   expect(stdout).toBe(
     [
       ...[1, 2, 3].map((i) => `review-${i}: completed {"summary":"A short summary.","sentiment":"positive"}`),
@@ -61,4 +61,4 @@ it('the OpenAI-compatible example runs against any endpoint given by environment
     ].join('\n'),
   )
   expect(requests.every((r) => (r as unknown as { model: string }).model === 'test-model')).toBe(true)
-}, 40_000)
+}, 100_000)

@@ -5,7 +5,7 @@
  */
 import { expect } from 'vitest'
 import type { AgentView, Host, SessionEvent, SessionStore, SubagentEndEvent, SubagentRun, SubagentStartEvent } from 'subagent-worker'
-import type { Fixture } from './harness.js'
+import { tick, type Fixture } from './harness.js'
 
 export const PRE_PUBLICATION = 'subagent request was aborted before child publication'
 export const MAX_DEPTH_MESSAGE = 'subagent maxDepth must be a non-negative safe integer'
@@ -13,7 +13,7 @@ export const SUBAGENT_DEPTH_MESSAGE = 'agent subagentDepth must be a non-negativ
 export const SAFE_RANGE_MESSAGE = 'subagent child depth exceeds the safe-integer range'
 
 /** Polls until `predicate` holds; fails the test (never hangs) after `timeoutMs`. */
-export async function waitFor(predicate: () => boolean, what = 'condition', timeoutMs = 10_000): Promise<void> {
+export async function waitFor(predicate: () => boolean, what = 'condition', timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
@@ -79,8 +79,8 @@ export async function expectNothingPublished(
 ): Promise<void> {
   const { host, model } = fixture
   const agents = options.agents ?? []
-  // Let any stray asynchronous work (store writes, streamed events) land before looking.
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  // An absence check: let any stray asynchronous work (store writes, streamed events) land before looking.
+  await tick(20)
   expect(host.agents.list().map((a) => a.id).sort()).toEqual([...agents].sort())
   if (options.store) {
     const stored = (await options.store.list()).sessions.map((h) => h.id).filter((id) => !agents.includes(id))

@@ -1,6 +1,9 @@
 /**
  * Shared set-up for the contract suite. Every contract test runs once per transport; adding a
  * transport to TRANSPORTS is the only change a new transport needs here.
+ *
+ * Tests wait for the event they mean (a model request, an event on the host, a fixture's
+ * signal), never for time: see test/README.md.
  */
 import { fileURLToPath } from 'node:url'
 import { inject } from 'vitest'
@@ -93,7 +96,10 @@ export function eventsOf<T = unknown>(events: readonly SessionEvent[], type: str
   return events.filter((event) => event.type === type).map((event) => event.data as T)
 }
 
-/** Resolves after the current macrotask queue drains (lets streamed work land). */
+/**
+ * Gives stray work a moment before a check that something did NOT happen; never a way to let
+ * something start (wait for its event instead, test/README.md).
+ */
 export function tick(ms = 0): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }

@@ -7,7 +7,7 @@ import { defineTool, type AgentView, type Host, type SessionEvent, type Subagent
 import { signal as freshSignal, type Fixture } from './harness.js'
 
 /** Polls until `condition` holds; fails with `what` after a generous timeout. */
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)

@@ -9,6 +9,15 @@ const request = { model: 'm', messages: [{ role: 'user' as const, content: [{ ty
 const noTool: RpcHandlers['tool'] = async () => ({ text: 'unused', concluded: false })
 const noModel: RpcHandlers['model'] = async () => null
 
+/** Polls until `condition` holds: the messages between client and server cross a turn later. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 30_000
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 1))
+  }
+}
+
 /**
  * A client and a server wired back to back through structuredClone, as a channel would. Each
  * side's sink has an epoch that advances when its queued messages are delivered (one "frame").
@@ -94,7 +103,7 @@ describe('rpc', () => {
     handler.receive(call)
     expect(replies).toEqual([{ type: 'rpc/error', child: 'c1', call: 1, error: expect.objectContaining({ message: 'rpc call 1 is already running' }) }])
     release()
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    await until(() => replies.length === 2, "the first call's result")
     expect(replies[1]).toEqual({ type: 'rpc/result', child: 'c1', call: 1, value: { text: 'first', concluded: false } })
   })
 
@@ -114,10 +123,10 @@ describe('rpc', () => {
     })
     const controller = new AbortController()
     const call = client.call('tool', { name: 't', callId: 'x', args: {} }, { signal: controller.signal })
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    await until(() => remote !== undefined, 'the call to reach the far side')
     controller.abort({ kind: 'parent' })
     await expect(call).rejects.toEqual({ kind: 'parent' })
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    await until(() => remote!.aborted, 'the cancel to reach the far side')
     expect(remote?.aborted).toBe(true)
     expect(remote?.reason).toEqual({ kind: 'parent' })
   })
@@ -140,7 +149,7 @@ describe('rpc', () => {
     })
     void client.call('tool', { name: 'a', callId: '1', args: {} }).catch(() => {})
     void client.call('tool', { name: 'b', callId: '2', args: {} }).catch(() => {})
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    await until(() => signals.length === 2, 'both calls to run')
     server.close({ kind: 'runner-gone' })
     expect(signals.map((s) => s.aborted)).toEqual([true, true])
   })

@@ -5,6 +5,10 @@
  * host trusting nothing a runner sends, proven by module code that forges calls and frames on
  * its runner's channel.
  */
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
@@ -91,13 +95,18 @@ describe.each(POOLED)('%s transport', (isolation) => {
 
   describe('liveness', () => {
     it('a runner left spinning by a finished child is found by its heartbeat and replaced; the next start succeeds', async () => {
-      const { run, host } = workerHost([toolCallResponse('s', 'stray_spin', {}), toolCallResponse('w', 'where', {}), textResponse('done'), toolCallResponse('w', 'where', {}), textResponse('fine')], {
+      const dir = await mkdtemp(join(tmpdir(), 'stray-spin-'))
+      const marker = join(dir, 'spinning')
+      const { run, host } = workerHost([toolCallResponse('s', 'stray_spin', { marker }), toolCallResponse('w', 'where', {}), textResponse('done'), toolCallResponse('w', 'where', {}), textResponse('fine')], {
         pool: { minThreads: 1, maxThreads: 1 },
+        ...(isolation === 'process' ? { sandbox: { fsWrite: [dir] } } : {}),
       })
       const first = await run()
       expect(first.result.stopReason).toBe('completed')
       const firstThread = (first.events.filter((e) => e.type === 'tool/result')[1]!.data as { value: number }).value
-      await new Promise((resolve) => setTimeout(resolve, 300)) // the stray timer fires: the thread spins for good
+      // The stray timer fired and wrote its marker: the thread spins for good.
+      while (!existsSync(marker)) await new Promise((r) => setTimeout(r, 5))
+      await rm(dir, { recursive: true, force: true })
       const started = performance.now()
       const second = await run()
       const elapsed = performance.now() - started
@@ -115,8 +124,8 @@ describe.each(POOLED)('%s transport', (isolation) => {
       host.models.register('burner', new ScriptedModel([toolCallResponse('b', 'burn', { ms: 2500 }), toolCallResponse('w', 'where', {}), textResponse('burned')]))
       host.models.register('later', new ScriptedModel([toolCallResponse('w', 'where', {}), textResponse('built after the burn')]))
       const burning = await host.spawn.start({ prompt: 'burn', parent, signal: new AbortController().signal, agentOptions: { provider: 'burner' } })
+      // The call is on the host, so the burn has begun (a module tool runs once what its child recorded before is sent).
       while (!host.agents.get(burning.id)!.session.events.some((e) => e.type === 'assistant/message')) await new Promise((r) => setTimeout(r, 5))
-      await new Promise((r) => setTimeout(r, 50)) // the burn has begun
       const later = await host.spawn.start({ prompt: 'later', parent, signal: new AbortController().signal, agentOptions: { provider: 'later' } })
       expect(await burning.result).toEqual({ output: [{ type: 'text', text: 'burned' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
       expect(await later.result).toEqual({ output: [{ type: 'text', text: 'built after the burn' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })

@@ -7,19 +7,28 @@ import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { POOLED } from '../support/harness.js'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
-import { defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type HostOptions, type ScriptEntry } from 'subagent-worker'
+import { defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type Host, type HostOptions, type ScriptEntry } from 'subagent-worker'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
 
 const signal = () => new AbortController().signal
 
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+async function until(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time')
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
+}
+
+/**
+ * Resolves once the host holds the `assistant/message` asking for the child's tool call. A
+ * module tool runs only once everything its child recorded before has been sent, in the same
+ * turn as that send (src/worker/flushing.ts): by then the tool is running, spinning or burning.
+ */
+function untilToolRuns(host: Host, id: string): Promise<void> {
+  return until(() => host.agents.get(id)!.session.events.some((e) => e.type === 'assistant/message'))
 }
 
 describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
@@ -28,11 +37,10 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
   const stopped = isolation === 'worker' ? 'terminated' : 'killed'
 
   it('a spinning child is terminated after abortGraceMs and settles aborted, saying so', async () => {
-    const { host, parent, model } = workerHost([toolCallResponse('c1', 'spin', {}, 'spinning now')])
+    const { host, parent } = workerHost([toolCallResponse('c1', 'spin', {}, 'spinning now')])
     const controller = new AbortController()
     const run = await host.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
-    await until(() => model.requests.length === 1)
-    await new Promise((resolve) => setTimeout(resolve, 50)) // let the tool start spinning
+    await untilToolRuns(host, run.id)
     const aborted = performance.now()
     controller.abort()
     const result = await run.result
@@ -49,11 +57,10 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
   })
 
   it("a terminated child's stored transcript ends with the end of its turn, saying why: nothing shown is missing on disk", async () => {
-    const { host, parent, model, store } = workerHost([toolCallResponse('c1', 'spin', {})])
+    const { host, parent, store } = workerHost([toolCallResponse('c1', 'spin', {})])
     const controller = new AbortController()
     const run = await host.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
-    await until(() => model.requests.length === 1)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await untilToolRuns(host, run.id)
     controller.abort()
     const { diagnostic } = await run.result
     const mirrored = [...host.agents.get(run.id)!.session.events]
@@ -68,7 +75,7 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     ['an uncaught error from a timer', 'timer_throw', {}, /uncaught Error: timer boom/],
     ['an unhandled rejection', 'unhandled_rejection', {}, /nobody handles this/],
   ])('%s settles error with a diagnostic naming the cause, keeping what was emitted', async (_, tool, args, diagnostic) => {
-    const { host, parent, store } = workerHost([toolCallResponse('c1', tool, args, 'about to fail'), { delayMs: 2_000, chunks: textResponse('too late') }])
+    const { host, parent, store } = workerHost([toolCallResponse('c1', tool, args, 'about to fail'), 'hang'])
     const run = await host.spawn.start({ prompt: 'fail', parent, signal: signal() })
     const result = await run.result
     expect(result.stopReason).toBe('error')
@@ -121,8 +128,7 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     await until(() => model.requests.length === 1)
     const stuck = new AbortController()
     const spinning = await host.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
-    await until(() => model.requests.length === 2)
-    await new Promise((resolve) => setTimeout(resolve, 50)) // let the tool start spinning
+    await untilToolRuns(host, spinning.id)
     stuck.abort()
     const [stuckResult, siblingResult] = await Promise.all([spinning.result, sibling.result])
     expect(stuckResult.stopReason).toBe('aborted')
@@ -169,18 +175,19 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     const first = await host.spawn.start({ prompt: 'one', parent, signal: signal() })
     await first.result // its task ended: the thread is free for the next child
     const second = await host.spawn.start({ prompt: 'two', parent, signal: signal() })
-    await new Promise((resolve) => setTimeout(resolve, 100)) // the second child is burning CPU on that thread
+    await untilToolRuns(host, second.id) // the second child is burning CPU on that thread
     await first.dispose()
     expect(await second.result).toEqual({ output: [{ type: 'text', text: 'second done' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
     await second.dispose()
   })
 
   it('a worker start still waiting when the host closes is rejected as closed, not as a crash', async () => {
-    const { host, parent } = workerHost(['hang', 'hang'], { pool: { minThreads: 1, maxThreads: 1 } })
+    const { host, parent } = workerHost(['hang', 'hang'], { pool: { minThreads: 1, maxThreads: 1, maxQueue: 1 } })
     const running = await host.spawn.start({ prompt: 'one', parent, signal: signal() })
     const waiting = host.spawn.start({ prompt: 'two', parent, signal: signal() })
     const refused = expect(waiting).rejects.toThrow(/the host (is|was) closed/)
-    await new Promise((resolve) => setTimeout(resolve, 20)) // the second start is now queued for a slot
+    // The second start is queued for a slot once a third, started after it, finds the queue full.
+    await expect(host.spawn.start({ prompt: 'three', parent, signal: signal() })).rejects.toThrow(/pool\.maxQueue \(1\) starts already wait/)
     await host.close()
     await refused
     expect((await running.result).stopReason).toBe('aborted')

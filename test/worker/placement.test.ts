@@ -126,7 +126,7 @@ describe.each(POOLED)('%s transport: scale and shutdown', (isolation) => {
 
   it('after close() no runner, port or timer keeps the process alive, and no process it started is left', async () => {
     const script = fileURLToPath(new URL('../fixtures/close-exits.mjs', import.meta.url))
-    const { stdout } = await promisify(execFile)(process.execPath, [script, isolation], { timeout: 15_000 })
+    const { stdout } = await promisify(execFile)(process.execPath, [script, isolation], { timeout: 45_000 })
     expect(stdout.trim()).toBe('closed aborted\nprocesses left: 0')
   })
 
