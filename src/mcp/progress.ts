@@ -15,11 +15,14 @@ export interface Progress {
 /** How often the mirror is looked at; the mirror itself is updated as the child's events arrive. */
 const POLL_MS = 100
 
-/** Calls `report` whenever the child's transcript has grown; returns the stop. */
+/** Calls `report` whenever the child's transcript has grown; returns the stop, which reports the last growth. */
 export function watchProgress(host: Pick<Host, 'agents'>, childId: string, report: (progress: Progress) => void): () => void {
   let seen = 0
+  // Kept once found: a finished child leaves the registry before its last events are reported.
+  let child = host.agents.get(childId)
   const look = () => {
-    const events = host.agents.get(childId)?.session.events
+    child ??= host.agents.get(childId)
+    const events = child?.session.events
     if (!events || events.length === seen) return
     seen = events.length
     report({ progress: seen, message: events[seen - 1]!.type })
@@ -28,5 +31,9 @@ export function watchProgress(host: Pick<Host, 'agents'>, childId: string, repor
   const timer = setInterval(look, POLL_MS)
   // A progress timer must never keep a server's process alive on its own.
   timer.unref()
-  return () => clearInterval(timer)
+  return () => {
+    clearInterval(timer)
+    // The end of the child is progress too, and it came after the last poll.
+    look()
+  }
 }

@@ -37,9 +37,9 @@ import { watchProgress } from './progress.js'
 
 export interface McpServerConfig extends SubagentToolConfig {
   /**
-   * The child must report a result matching this object schema (JSON Schema, zod 4 or AI SDK
-   * schema): the tool lists it as its `outputSchema` and returns the value as `structuredContent`.
-   * Foreground only.
+   * The child must report a result matching this object-rooted schema (JSON Schema, zod 4 or AI
+   * SDK schema): the tool lists it as its `outputSchema` and returns the value as
+   * `structuredContent`. Foreground only.
    */
   outputSchema?: SchemaLike
   /** How the server introduces itself to clients; default `{ name: 'subagent-worker', version: '0.1.0' }`. */
@@ -65,7 +65,7 @@ export function mcpServer(host: McpHost, config: McpServerConfig): Server {
   if (toolConfig.agentOptions?.provider === undefined) {
     throw new TypeError("mcpServer needs agentOptions.provider (the registered model its children talk to): the connection's parent agent has no model for them to inherit")
   }
-  const schema = outputSchema === undefined ? undefined : objectSchema(outputSchema)
+  const schema = outputSchema === undefined ? undefined : toJsonSchema(outputSchema, { what: 'mcpServer outputSchema' })
   const subagentConfig: SubagentToolConfig = schema === undefined ? toolConfig : structuredConfig(host, toolConfig)
   const tools = new Map<string, Served>()
   for (const served of [delegationTool(host, subagentConfig, schema), ...createJobTools(host).map(plainTool)]) tools.set(served.definition.name, served)
@@ -90,12 +90,6 @@ export function mcpServer(host: McpHost, config: McpServerConfig): Server {
   return server
 }
 
-function objectSchema(outputSchema: SchemaLike): JsonSchema {
-  const schema = toJsonSchema(outputSchema, { what: 'mcpServer outputSchema' })
-  // MCP lists an output schema as an object's, and `structuredContent` is an object.
-  if (schema.type !== 'object') throw new TypeError('mcpServer outputSchema must describe an object (type "object"): MCP structuredContent is an object')
-  return schema
-}
 
 function structuredConfig(host: McpHost, config: SubagentToolConfig): SubagentToolConfig {
   if (config.enableRunInBackground === true) throw new TypeError('mcpServer with outputSchema runs in the foreground only: leave enableRunInBackground unset or false')
