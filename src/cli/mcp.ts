@@ -38,13 +38,7 @@ export async function runMcp(argv: string[]): Promise<void> {
   const host = createHost({ isolation, ...(values['agent-module'] === undefined ? {} : { agentModule: values['agent-module'] }) })
   const agentOptions = registerModel(host, values)
   const server = mcpServer(host, { provider: 'spawn', agentOptions })
-  const closed = new Promise<void>((resolve) => {
-    const previous = server.onclose
-    server.onclose = () => {
-      previous?.()
-      resolve()
-    }
-  })
+  const closed = new Promise<void>((resolve) => (server.onclose = resolve))
   await server.connect(new StdioServerTransport())
   // The client ending stdin is how stdio MCP says goodbye; the SDK's transport does not watch for it.
   process.stdin.once('end', () => void server.close())

@@ -1,8 +1,8 @@
 /**
  * `mcpServer(host, config)`: the `subagent` tool and the job tools as an MCP server, so any MCP
  * client delegates to children it can stop for certain, contain and cap. The children's parent
- * is a top-level agent of the host, created at the connection's first call and disposed (with
- * its background jobs) when the connection closes.
+ * is a top-level agent of the host, created at a connection's first call and disposed (with
+ * its background jobs) when that connection closes.
  */
 import { Ajv, type ValidateFunction } from 'ajv'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
@@ -17,6 +17,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js'
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js'
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import {
   createJobTools,
   createSubagentTool,
@@ -70,8 +71,10 @@ export function mcpServer(host: McpHost, config: McpServerConfig): Server {
   const tools = new Map<string, Served>()
   for (const served of [delegationTool(host, subagentConfig, schema), ...createJobTools(host).map(plainTool)]) tools.set(served.definition.name, served)
 
-  const server = new Server(serverInfo ?? { name: 'subagent-worker', version: '0.1.0' }, { capabilities: { tools: {} } })
   const parent = connectionParent(host, config)
+  const server = new DelegationServer(serverInfo ?? { name: 'subagent-worker', version: '0.1.0' }, () => {
+    parent.release().catch((error: unknown) => server.onerror?.(error instanceof Error ? error : new Error(String(error))))
+  })
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools.values()].map((t) => t.listing) }))
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const served = tools.get(request.params.name)
@@ -81,13 +84,30 @@ export function mcpServer(host: McpHost, config: McpServerConfig): Server {
     const exec: ToolExecution = { agent: parent.get(), callId: String(extra.requestId), signal: extra.signal, concludeTurn: () => {} }
     return served.call(args, exec, extra)
   })
-  // Closing the connection aborts its calls (the SDK aborts their signals); this ends the rest.
-  const closed = server.onclose
-  server.onclose = () => {
-    closed?.()
-    parent.release().catch((error: unknown) => server.onerror?.(error instanceof Error ? error : new Error(String(error))))
-  }
   return server
+}
+
+/**
+ * The SDK's server, which also tells `closed` when a connection's transport closes, whatever
+ * the user sets as `onclose`: that ends the connection's background jobs and parent agent.
+ */
+class DelegationServer extends Server {
+  readonly #closed: () => void
+
+  constructor(info: { name: string; version: string }, closed: () => void) {
+    super(info, { capabilities: { tools: {} } })
+    this.#closed = closed
+  }
+
+  override async connect(transport: Transport): Promise<void> {
+    const theirs = transport.onclose
+    transport.onclose = () => {
+      theirs?.()
+      // After the SDK has aborted the connection's calls (it does so once this returns).
+      queueMicrotask(this.#closed)
+    }
+    await super.connect(transport)
+  }
 }
 
 

@@ -20,9 +20,10 @@ afterEach(async () => {
 async function serve(config: Partial<McpServerConfig> = {}) {
   const host = createHost({ isolation: 'worker', agentModule: MCP_MODULE, abortGraceMs: GRACE_MS })
   host.models.register('task', taskModel)
-  const client = await connect(mcpServer(host, { provider: 'spawn', agentOptions: { provider: 'task' }, ...config }))
+  const server = mcpServer(host, { provider: 'spawn', agentOptions: { provider: 'task' }, ...config })
+  const client = await connect(server)
   open.push({ host, client })
-  return { host, client }
+  return { host, client, server }
 }
 
 const textOf = (result: Awaited<ReturnType<Client['callTool']>>) => (result.content as { type: string; text: string }[]).map((block) => block.text).join('')
@@ -67,6 +68,19 @@ describe('mcpServer', () => {
     expect(textOf(output)).toBe(`job ${jobId} completed:\nanswer to: later please`)
     const list = await client.callTool({ name: 'job_list', arguments: {} })
     expect(textOf(list)).toBe(`${jobId}  completed  in back`)
+  })
+
+  it('closing the connection ends its background jobs, and the user\'s onclose still runs', async () => {
+    const { host, client, server } = await serve()
+    let userOnclose = false
+    server.onclose = () => void (userOnclose = true)
+    const ended = new Promise<SubagentEndEvent>((resolve) => host.on('subagent/end', resolve))
+    const started = await client.callTool({ name: 'subagent', arguments: { description: 'hang', prompt: 'hang', run_in_background: true } })
+    const jobId = textOf(started).split(' ').at(-1)!
+    await client.close()
+    expect((await ended).stopReason).toBe('aborted')
+    expect(await host.jobs.wait(jobId)).toMatchObject({ status: 'killed' })
+    expect(userOnclose).toBe(true)
   })
 
   it('a child that fails is an error result with the contract\'s text', async () => {

@@ -13,7 +13,7 @@ const textOf = (message: ModelMessage) => message.content.map((block) => (block.
 /**
  * The child's task decides what it does: `spin` calls the spinning module tool, `steps` calls the
  * `step` tool three times, `structured <json>` reports that value, `call <tool> <json>` calls a
- * tool once; anything else is answered at once.
+ * tool once, `hang` waits for the abort; anything else is answered at once.
  */
 export const taskModel: Model = {
   async *stream(request: ModelRequest) {
@@ -30,6 +30,9 @@ export const taskModel: Model = {
       return yield* toolCallResponse('c0', tool!, json.join(' '))
     }
     if (verb === 'call') return yield* textResponse(`tool said: ${textOf(results[0]!)}`)
+    if (verb === 'hang') {
+      await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }))
+    }
     yield* textResponse(`answer to: ${task}`)
   },
 }
