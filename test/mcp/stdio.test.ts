@@ -4,9 +4,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { afterEach, expect, it } from 'vitest'
 import { modelServer, type ModelServer } from '../support/model-server.js'
 
@@ -76,4 +77,10 @@ it('exits with code 0 when the client closes stdin, stopping a child still waiti
   expect(endpoint.bodies[0]).toMatchObject({ model: 'm' })
   await client.close()
   expect(await exit).toEqual([0, null])
+})
+
+it('a bad command line exits 2 saying what to give', async () => {
+  const failed = (args: string[]) => promisify(execFile)(process.execPath, [MAIN, 'mcp', ...args]).then(() => undefined, (error: { code: number; stderr: string }) => error)
+  expect(await failed(['--isolation', 'thread'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--isolation must be worker, process or inline, not "thread"') })
+  expect(await failed(['--openai-base-url', 'http://127.0.0.1:1/v1'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--openai-base-url needs --model NAME') })
 })
