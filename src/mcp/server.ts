@@ -110,7 +110,6 @@ class DelegationServer extends Server {
   }
 }
 
-
 function structuredConfig(host: McpHost, config: SubagentToolConfig): SubagentToolConfig {
   if (config.enableRunInBackground === true) throw new TypeError('mcpServer with outputSchema runs in the foreground only: leave enableRunInBackground unset or false')
   const provider = providerOf(host, config)

@@ -7,7 +7,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createHost, type Host, type HostOptions, type Model, type ModelRequest } from 'subagent-worker'
+import { createHost, type HostOptions, type Model, type ModelRequest } from 'subagent-worker'
 import { mcpTools } from 'subagent-worker/mcp'
 import { taskModel } from './support.js'
 
