@@ -10,6 +10,7 @@ commands:
   demo     parallel delegations on worker threads with the scripted model (what npm start runs)
   bench    inline vs worker benchmarks with goals (what npm run bench runs; --help for its flags)
   node     a worker node: runs children queued by hosts on BullMQ/Redis (needs bullmq and ioredis; --help)
+  mcp      the subagent and job tools as an MCP server on stdio (needs @modelcontextprotocol/sdk; --help)
 `
 
 const [command = 'demo', ...rest] = process.argv.slice(2)
@@ -18,6 +19,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   bench: (args) => runBench(args),
   // Loaded on demand: bullmq and ioredis are optional peers, needed by this command alone.
   node: async (args) => (await import('./node.js')).runNode(args),
+  mcp: async (args) => (await import('./mcp.js')).runMcp(args),
 }
 
 const run = commands[command]

@@ -16,7 +16,7 @@ const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CONSUMER = fileURLToPath(new URL('./consumer', import.meta.url))
 // What the consumer imports besides the package: its dependencies and the consumer's own.
-const LINKED = ['ajv', 'json-schema-to-ts', 'openai', 'piscina', 'zod', 'ai', '@types/node']
+const LINKED = ['ajv', 'json-schema-to-ts', 'openai', 'piscina', 'zod', 'ai', '@modelcontextprotocol/sdk', '@types/node']
 
 let project: string
 let unpacked: string
@@ -40,7 +40,7 @@ afterAll(() => rm(project, { recursive: true, force: true }))
 describe('the packed tarball', () => {
   it('ships the licence, the docs the README links and the build, but no tests', async () => {
     const files = await readdir(unpacked, { recursive: true })
-    for (const file of ['LICENSE', 'README.md', 'BENCHMARKS.md', 'docs/contract.md', 'docs/design.md', 'dist/index.d.ts', 'dist/ai-sdk/index.js', 'dist/cli/main.js']) {
+    for (const file of ['LICENSE', 'README.md', 'BENCHMARKS.md', 'docs/contract.md', 'docs/design.md', 'dist/index.d.ts', 'dist/ai-sdk/index.js', 'dist/mcp/index.js', 'dist/cli/main.js']) {
       expect(files).toContain(file)
     }
     expect(files.some((file) => file.startsWith('test'))).toBe(false)
@@ -52,11 +52,17 @@ describe('the packed tarball', () => {
 
   it('a strict TypeScript project compiles against it: arguments and structured results infer, misuse does not compile', async () => {
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
-    for (const config of ['tsconfig.json', 'tsconfig.ai.json']) {
+    for (const config of ['tsconfig.json', 'tsconfig.ai.json', 'tsconfig.mcp.json']) {
       const compiled = await run(process.execPath, [tsc, '-p', join(project, config)]).catch((error: { stdout: string }) => error)
       expect(compiled.stdout, config).toBe('')
     }
   }, 60_000)
+
+  it('the MCP snippet it compiles is the README\'s', async () => {
+    const readme = await readFile(join(unpacked, 'README.md'), 'utf8')
+    const snippet = (await readFile(join(CONSUMER, 'mcp.ts'), 'utf8')).split('\n').slice(1).join('\n')
+    expect(readme).toContain(`\`\`\`ts\n${snippet}\`\`\``)
+  })
 
   it('the compiled program runs the README delegation in one call on every transport', async () => {
     const { stdout } = await run(process.execPath, [join(project, 'out', 'main.js')], { cwd: project, timeout: 30_000 })

@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const README = join(ROOT, 'README.md')
-const LINKED = ['ai', 'bullmq', 'ioredis', '@types/node', '@ai-sdk/provider', '@opentelemetry']
+const LINKED = ['ai', 'bullmq', 'ioredis', '@types/node', '@ai-sdk/provider', '@opentelemetry', '@modelcontextprotocol']
 // Copied, not linked: the agent module imports it from the project's own node_modules, as a
 // user's does, so the process sandbox block must grant that folder.
 const COPIED = ['zod']
