@@ -9,6 +9,7 @@
 import { ModelEndpointError } from './endpoint-failure.js'
 import { Silence } from './silence.js'
 import { Slots } from './slots.js'
+import { sleep } from './sleep.js'
 
 export interface RequestPolicyOptions {
   /** Retries of a request that failed before any chunk reached the child. Default 2. */
@@ -113,22 +114,6 @@ function endpointError(failure: Failure, retries: number): ModelEndpointError {
 /** 0.5 s, 1 s, 2 s, ... up to 8 s, each shortened by up to a quarter so that children that failed together do not retry together. */
 function backoff(retries: number): number {
   return Math.min(BASE_DELAY_MS * 2 ** retries, MAX_DELAY_MS) * (1 - Math.random() * 0.25)
-}
-
-/** Waits `ms`, or rejects with the signal's reason the moment it aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason)
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer)
-      reject(signal.reason)
-    }
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
 }
 
 function checkOptions(options: RequestPolicyOptions, who: string): RequestPolicyOptions {

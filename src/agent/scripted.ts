@@ -4,6 +4,7 @@
  */
 import type { StreamChunk } from '../protocol/stream.js'
 import type { Model, ModelRequest } from './model.js'
+import { sleep } from './sleep.js'
 
 export type ScriptEntry =
   | StreamChunk[]
@@ -72,21 +73,6 @@ function untilAborted(signal: AbortSignal): Promise<never> {
   return new Promise((_, reject) => {
     if (signal.aborted) return reject(signal.reason)
     signal.addEventListener('abort', () => reject(signal.reason), { once: true })
-  })
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
-    const onAbort = () => {
-      clearTimeout(timer)
-      reject(signal.reason)
-    }
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    signal.addEventListener('abort', onAbort, { once: true })
   })
 }
 
