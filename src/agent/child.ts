@@ -48,7 +48,8 @@ export function composeChild(spec: ChildSpec, env: AgentEnvironment, deploymentP
   if (spec.toolFilter) agent.tools.restrict(spec.toolFilter)
   const structured = spec.outputSchema ? attachStructuredRuntime(agent, spec.outputSchema) : undefined
 
-  let described = false
+  // A moved child, rebuilt from its session, described itself already.
+  let described = agent.session.events.slice(spec.header.seedLength ?? 0).some((event) => event.type === 'subagent/descriptor')
   agent.beforeModelRequest(() => {
     if (described) return
     described = true

@@ -125,6 +125,15 @@ export class AgentRuntime implements Agent {
     this.#idle ??= this.#drain()
   }
 
+  /**
+   * Goes on with the open turn of a session rebuilt on another runner (a moved child): the last
+   * step's calls that have no result yet run (a host tool's call reaches the host, which does not
+   * run it again), then the steps go on. `concluded`: a call of that step already concluded the turn.
+   */
+  resume(concluded: boolean): void {
+    this.#idle ??= this.#drain(() => this.#continueTurn(concluded))
+  }
+
   whenIdle(): Promise<void> {
     return this.#idle ?? Promise.resolve()
   }
@@ -144,8 +153,9 @@ export class AgentRuntime implements Agent {
     this.#observers.push(observer)
   }
 
-  async #drain(): Promise<void> {
+  async #drain(first?: () => Promise<void>): Promise<void> {
     try {
+      await first?.()
       for (let next = this.#queue.shift(); next; next = this.#queue.shift()) await this.#runTurn(next.content, next.source)
     } finally {
       this.#idle = undefined
@@ -153,14 +163,43 @@ export class AgentRuntime implements Agent {
   }
 
   async #runTurn(content: ContentBlock[], source: { kind: string }): Promise<void> {
+    this.session.append('turn/start', {})
+    this.session.append('user/message', { content, source })
+    await this.#drive((signal) => this.#steps(signal, 0))
+  }
+
+  /** The open turn's state, read from the session: the steps it made and the last step's calls without a result. */
+  async #continueTurn(concluded: boolean): Promise<void> {
+    const { events } = this.session
+    let start = events.length - 1
+    while (start >= 0 && events[start]!.type !== 'turn/start') start--
+    let steps = 0
+    let calls: ToolCallBlock[] = []
+    for (let i = start + 1; i < events.length; i++) {
+      const event = events[i]!
+      if (event.type === 'assistant/message') {
+        steps++
+        calls = event.data.content.filter((block): block is ToolCallBlock => block.type === 'tool-call')
+      } else if (event.type === 'tool/result') {
+        calls = calls.slice(1)
+      }
+    }
+    await this.#drive(async (signal) => {
+      if (this.#env.ready) await this.#env.ready
+      if (calls.length > 0 && (await this.#runTools(calls, signal))) concluded = true
+      if (signal.aborted) return aborted(signal)
+      return concluded ? { kind: 'completed' } : this.#steps(signal, steps)
+    })
+  }
+
+  /** Runs a turn's steps to its one `turn/end`: a failure becomes its reason, never an exception. */
+  async #drive(steps: (signal: AbortSignal) => Promise<TurnEndReason>): Promise<void> {
     const controller = new AbortController()
     this.#turn = controller
     const { signal } = controller
-    this.session.append('turn/start', {})
-    this.session.append('user/message', { content, source })
     let reason: TurnEndReason
     try {
-      reason = await this.#steps(signal)
+      reason = await steps(signal)
     } catch (error) {
       reason = signal.aborted ? aborted(signal) : { kind: 'error', message: `agent loop failed: ${messageOf(error)}` }
     }
@@ -168,10 +207,11 @@ export class AgentRuntime implements Agent {
     this.session.append('turn/end', { reason })
   }
 
-  async #steps(signal: AbortSignal): Promise<TurnEndReason> {
+  /** `done`: the steps this turn already made (a moved child's, before its move). */
+  async #steps(signal: AbortSignal, done: number): Promise<TurnEndReason> {
     if (this.#env.ready) await this.#env.ready
     const maxSteps = this.session.header.limits?.maxSteps ?? DEFAULT_MAX_STEPS
-    for (let steps = 0; ; steps++) {
+    for (let steps = done; ; steps++) {
       // A macrotask between steps: timers, aborts and I/O run even when every step resolves at
       // once (a scripted or cached model); a microtask would not let them.
       if (steps > 0) await nextMacrotask()

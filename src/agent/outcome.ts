@@ -18,6 +18,8 @@ export interface TurnsRead {
 export function readTurns(events: readonly SessionEvent[], from: number): TurnsRead {
   let lastMessage: ContentBlock[] | undefined
   let streamed = ''
+  /** How much of `streamed` belongs to steps that ended (an assistant message). */
+  let committed = 0
   let end: TurnEndReason | undefined
   let usage: Usage | undefined
   for (let i = from; i < events.length; i++) {
@@ -25,9 +27,13 @@ export function readTurns(events: readonly SessionEvent[], from: number): TurnsR
     if (type === 'assistant/message') {
       const { content, usage: step } = data as { content: ContentBlock[]; usage?: Usage }
       if (content.length > 0) lastMessage = content
+      committed = streamed.length
       if (step) usage = { inputTokens: (usage?.inputTokens ?? 0) + step.inputTokens, outputTokens: (usage?.outputTokens ?? 0) + step.outputTokens }
     } else if (type === 'assistant/chunk') {
       streamed += (data as { chunk: { text: string } }).chunk.text
+    } else if (type === 'child/moved') {
+      // The request its runner was streaming is made again elsewhere: what it streamed does not count.
+      streamed = streamed.slice(0, committed)
     } else if (type === 'turn/end') {
       end = (data as { reason: TurnEndReason }).reason
     }

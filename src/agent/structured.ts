@@ -52,8 +52,29 @@ export function attachStructuredRuntime(agent: AgentRuntime, schema: object): St
     state.value = value
     step.conclude()
   })
+  restoreCapture(agent, state)
   agent.tools.guard(({ name }) =>
     state.captured ? `structured output already recorded: the run is complete, so \`${name}\` is not executed` : undefined,
   )
   return state
+}
+
+/**
+ * A child rebuilt from its session (moved to another runner) keeps a value it already captured:
+ * the arguments of its `structured_output` call whose result was a success.
+ */
+function restoreCapture(agent: AgentRuntime, state: { captured: boolean; value: unknown }): void {
+  const { events, header } = agent.session
+  const args = new Map<string, string>()
+  for (let i = header.seedLength ?? 0; i < events.length; i++) {
+    const event = events[i]!
+    if (event.type === 'assistant/message') {
+      for (const block of event.data.content) if (block.type === 'tool-call' && block.name === STRUCTURED_OUTPUT_TOOL) args.set(block.id, block.arguments)
+    } else if (event.type === 'tool/result' && event.data.name === STRUCTURED_OUTPUT_TOOL && !event.data.isError && args.has(event.data.callId)) {
+      state.captured = true
+      const text = args.get(event.data.callId)!
+      state.value = text.trim() === '' ? {} : JSON.parse(text)
+      return
+    }
+  }
 }

@@ -15,6 +15,7 @@ import { Outbox } from '../protocol/outbox.js'
 import { isRunnerFrame, isRunnerMessage } from '../protocol/validators.js'
 import { describeShape, messageOf } from '../protocol/values.js'
 import { FrameIntake } from './intake.js'
+import type { RunnerHooks } from './move-point.js'
 import type { ChildOutcome } from './result.js'
 
 /** Why a child ended when its runner did. */
@@ -28,8 +29,8 @@ export interface ChannelChild {
   receive(message: Extract<RunnerMessage, { child: string }>): void
   /** The exchange about this child broke; `what` says how. */
   broken(what: string): void
-  /** The runner is gone. */
-  end(fault: Fault): void
+  /** The runner is gone; `movable`: for a fault a thread-mate survives (CONTRACT.md §8), so the child may move. */
+  end(fault: Fault, movable: boolean): void
 }
 
 /** What kind of runner a channel leads to, as diagnostics name it. */
@@ -47,7 +48,7 @@ export interface ChannelOptions {
   config: RunnerConfig
   /** Sends one frame; throws when a message cannot be encoded. */
   send(frame: HostMessage[]): void
-  /** Stops the runner for good; its owner calls `end` once it is gone. */
+  /** Stops the runner for good; its owner calls `end` once it is gone. A stop on account of a culprit leaves its thread-mates movable. */
   kill(fault: Fault, culprit?: Culprit): void
   /** The runner reports an uncaught error that is about to end it. */
   crashed(error: Error): void
@@ -79,6 +80,7 @@ export class RunnerChannel {
   #greeted = false
   /** The runner loaded its agent module and answers promptly from now on. */
   #ready = false
+  #hooks: RunnerHooks
   /** The runner broke the protocol: nothing more it sends is read. */
   #distrusted = false
   #ended = false
@@ -127,6 +129,11 @@ export class RunnerChannel {
     if (!this.#ready) return false
     for (const child of this.#children.values()) if (child.busy) return false
     return true
+  }
+
+  /** The module hooks the runner said it has (undefined until it said). */
+  get hooks(): RunnerHooks {
+    return this.#hooks
   }
 
   get idleSince(): number | undefined {
@@ -205,15 +212,22 @@ export class RunnerChannel {
     }
   }
 
-  /** The runner is gone: every child still on it ends with `fault` (the culprit with its own). */
-  end(fault: Fault, culprit?: Culprit): void {
+  /**
+   * The runner is gone: every child still on it ends with `fault` (the culprit with its own).
+   * `movable`: it went for a fault its other children survive (a culprit, a crash, silence), not
+   * because the host closed or distrusted it.
+   */
+  end(fault: Fault, culprit?: Culprit, movable = false): void {
     if (this.#ended) return
     if (!this.#distrusted) this.#intake.drain()
     this.#intake.close()
     this.#ended = true
     this.outbox.close()
     const children = [...this.#children.values()]
-    for (const child of children) child.end(culprit?.child === child ? culprit.fault : fault)
+    for (const child of children) {
+      if (culprit?.child === child) child.end(culprit.fault, false)
+      else child.end(fault, movable)
+    }
     this.#dropping.clear()
   }
 
@@ -234,6 +248,7 @@ export class RunnerChannel {
         return this.#options.crashed(fromWireError(message.error))
       case 'ready':
         this.#ready = true
+        if (message.hooks) this.#hooks = new Set(message.hooks)
         return
       case 'pong':
         if (message.n <= this.#ponged || message.n > this.#pings) {

@@ -16,6 +16,7 @@ import type { RpcHandlers } from '../protocol/rpc.js'
 import { ProtocolError } from '../protocol/validate.js'
 import { isStreamChunk } from '../protocol/validators.js'
 import { describeShape, tryClone, withinDepth } from '../protocol/values.js'
+import type { CallLedger } from './call-ledger.js'
 import type { Placement } from './types.js'
 
 export interface CallingChild {
@@ -26,10 +27,12 @@ export interface CallingChild {
   placement: Placement
   /** The deployment persona, which a child without its own is given. */
   persona: string | undefined
+  /** Its host calls, which outlive the runner it runs on (a moved child's tool is not run twice). */
+  ledger: CallLedger
 }
 
 export function hostCalls(child: CallingChild): RpcHandlers {
-  const { view, spec, placement } = child
+  const { view, spec, placement, ledger } = child
   const system = childSystemPrompt(spec, child.persona)
   const { allow, deny } = spec.toolFilter ?? {}
   const visible = (name: string): ToolDefinition | undefined => {
@@ -43,25 +46,29 @@ export function hostCalls(child: CallingChild): RpcHandlers {
       }
       const model = placement.models.get(provider)
       if (!model) throw new Error(`no host model is registered under "${provider}"`)
-      for await (const chunk of model.stream({ ...asChild(request, spec.options, provider, system), signal })) {
-        if (signal.aborted) break
-        // Checked here, as the inline loop does, so the child gets the same error either way.
-        if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk ${describeShape(chunk)}`)
-        emit(chunk)
-      }
-      return null
+      return ledger.model(async () => {
+        for await (const chunk of model.stream({ ...asChild(request, spec.options, provider, system), signal })) {
+          if (signal.aborted) break
+          // Checked here, as the inline loop does, so the child gets the same error either way.
+          if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk ${describeShape(chunk)}`)
+          emit(chunk)
+        }
+        return null
+      })
     },
     async tool({ name, callId, args }, { signal }) {
       const tool = visible(name)
       if (!tool) throw unknownTool(name)
       const refusal = refusalOf(tool, args, true)
       if (refusal) throw refusal
-      let concluded = false
-      const value = await tool.execute(args, { agent: view, callId, signal, concludeTurn: () => void (concluded = true) })
-      if (!withinDepth(value)) throw valueTooDeep(name)
-      const rendered = renderToolValue(tool, value)
-      const clone = rendered.value === undefined ? undefined : tryClone(rendered.value)
-      return { text: textOf(rendered.content), concluded, ...(clone ? { value: clone.value } : {}) }
+      return ledger.tool(name, callId, signal, async (toolSignal) => {
+        let concluded = false
+        const value = await tool.execute(args, { agent: view, callId, signal: toolSignal, concludeTurn: () => void (concluded = true) })
+        if (!withinDepth(value)) throw valueTooDeep(name)
+        const rendered = renderToolValue(tool, value)
+        const clone = rendered.value === undefined ? undefined : tryClone(rendered.value)
+        return { text: textOf(rendered.content), concluded, ...(clone ? { value: clone.value } : {}) }
+      })
     },
   }
 }

@@ -24,6 +24,8 @@ export interface SubagentEndEvent extends SubagentStartEvent {
   usage?: Usage
   /** Why the run did not complete (only then). */
   diagnostic?: string
+  /** How often the child was rebuilt on another runner (CONTRACT.md §8); only when it was. */
+  moves?: number
 }
 
 /** One event of a child, once it is in the host's copy of the child's session (CONTRACT.md §12). */

@@ -10,6 +10,7 @@
  * so pools per level cannot deadlock.
  */
 import type { ChildSpec } from '../protocol/child.js'
+import type { RunnerChannel } from './channel.js'
 import type { RunnerConfig } from '../protocol/messages.js'
 import { RemoteChild, RunnerLostError } from './remote-child.js'
 import type { OpenEndpoint } from './runner-site.js'
@@ -48,7 +49,12 @@ export class PoolTransport implements ChildTransport {
     const pool = this.#poolFor(spec.header.delegationDepth ?? 1)
     const placement = this.#options.placement(spec.id)
     for (let attempt = 1; ; attempt++) {
-      const child = await pool.place(signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs: this.#options.abortGraceMs }))
+      // A moved child is placed again in the pool of its depth.
+      const replace = async (moving: AbortSignal, build: (channel: RunnerChannel) => void) => {
+        if (this.#closing) throw new Error('the host is closing')
+        await pool.place(moving, build)
+      }
+      const child = await pool.place(signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs: this.#options.abortGraceMs, replace }))
       try {
         await child.created(signal)
         return child

@@ -6,9 +6,17 @@
  * slot back. Nothing it receives is trusted: each message is checked against the phase it
  * arrives in, and each event against the sequence.
  *
+ * A running child whose runner went (a sibling was stopped, a crash, the heap limit, silence) is
+ * moved when the host knows no module code of it was running (move-point.ts): it records
+ * `child/moved`, waits for a slot on another runner, is rebuilt there from the host's copy of
+ * its session and goes on with its turn, at most MAX_MOVES times.
+ *
  *   creating ──created──▶ created ──run──▶ running ──idle──▶ ended
- *       │                    │                │
- *       └──── create-failed, let go, runner gone, protocol error ──▶ ended
+ *       │                    │              │   ▲
+ *       │                    │   runner gone│   │created
+ *       │                    │              ▼   │
+ *       │                    │           placing ──slot──▶ rebuilding
+ *       └──── create-failed, let go, runner gone, protocol error, cancel while moving ──▶ ended
  */
 import { argumentValidator } from '../agent/schema.js'
 import type { ToolDefinition } from '../agent/tools.js'
@@ -18,10 +26,12 @@ import { fromWireError } from '../protocol/error.js'
 import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
 import type { SessionEvent } from '../protocol/session.js'
 import { RUNNER_BOUNDS } from '../protocol/bounds.js'
-import { RpcServer } from '../protocol/rpc.js'
-import { cloneableReason } from '../protocol/values.js'
+import { RpcServer, type RpcHandlers } from '../protocol/rpc.js'
+import { cloneableReason, messageOf } from '../protocol/values.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
+import { CallLedger } from './call-ledger.js'
 import { hostCalls } from './host-calls.js'
+import { movePoint, type MovePoint } from './move-point.js'
 import type { ChildOutcome } from './result.js'
 import type { ChildHandle, ChildMirror } from './transport.js'
 import type { Placement } from './types.js'
@@ -35,7 +45,13 @@ export class RunnerLostError extends Error {
   override name = 'RunnerLostError'
 }
 
-type Phase = 'creating' | 'created' | 'running' | 'ended'
+type Phase = 'creating' | 'created' | 'running' | 'placing' | 'rebuilding' | 'ended'
+
+/** How often one child may be moved; the next time its runner goes, it ends `error`. */
+export const MAX_MOVES = 3
+
+/** Finds a moved child a slot on another runner: `build` runs with the chosen channel. */
+export type Replace = (signal: AbortSignal, build: (channel: RunnerChannel) => void) => Promise<void>
 
 /** How the runner learns that the child ended: it said so itself, it must be told, or it is gone. */
 type Parting = 'runner-let-go' | 'drop' | 'runner-gone'
@@ -43,6 +59,8 @@ type Parting = 'runner-let-go' | 'drop' | 'runner-gone'
 export interface RemoteChildOptions {
   placement: Placement
   graceMs: number
+  /** Where a moved child is placed again; without it, a child is never moved. */
+  replace?: Replace
 }
 
 /** What builds the child on its runner: the spec and the host-placed models and tools it may call (a snapshot). */
@@ -60,9 +78,11 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   readonly id: string
   readonly #spec: ChildSpec
   readonly #mirror: ChildMirror
-  readonly #channel: RunnerChannel
-  readonly #graceMs: number
-  readonly #rpc: RpcServer
+  #channel: RunnerChannel
+  readonly #options: RemoteChildOptions
+  readonly #handlers: RpcHandlers
+  readonly #ledger = new CallLedger()
+  #rpc: RpcServer
   /** Host calls it may have running at once: its loop's bound, however many its runner sends. */
   readonly #maxCalls: number
   readonly #created = deferred<void>()
@@ -70,15 +90,20 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   #phase: Phase = 'creating'
   /** Set once a cancel was sent: the child then has `graceMs` to end its turn. */
   #grace: NodeJS.Timeout | undefined
+  #prompt: ContentBlock[] | undefined
+  /** While moving: how it goes on once rebuilt, and the wait for a slot. */
+  #move: { point: MovePoint; placing: AbortController } | undefined
+  #moves = 0
 
   constructor(spec: ChildSpec, mirror: ChildMirror, channel: RunnerChannel, options: RemoteChildOptions) {
     this.id = spec.id
     this.#spec = spec
     this.#mirror = mirror
     this.#channel = channel
-    this.#graceMs = options.graceMs
+    this.#options = options
     this.#maxCalls = (channel.config.maxParallelToolCalls ?? 1) + RUNNER_BOUNDS.callsBeyondParallel
-    this.#rpc = new RpcServer(spec.id, channel.outbox, hostCalls({ view: mirror.view, spec, placement: options.placement, persona: channel.config.persona }))
+    this.#handlers = hostCalls({ view: mirror.view, spec, placement: options.placement, persona: channel.config.persona, ledger: this.#ledger })
+    this.#rpc = new RpcServer(spec.id, channel.outbox, this.#handlers)
     this.#created.promise.catch(() => {})
     channel.adopt(this)
     channel.send(createMessage(spec, options.placement))
@@ -86,6 +111,11 @@ export class RemoteChild implements ChildHandle, ChannelChild {
 
   get busy(): boolean {
     return this.#phase === 'running' && this.#grace === undefined
+  }
+
+  /** How often it was rebuilt on another runner. */
+  get moves(): number {
+    return this.#moves
   }
 
   /** Resolves once the runner built the child; an abort lets it go first, then rejects with the reason. */
@@ -107,29 +137,32 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   run(prompt: ContentBlock[]): Promise<ChildOutcome> {
     if (this.#phase === 'created') {
       this.#phase = 'running'
+      this.#prompt = prompt
       this.#channel.send({ type: 'publish', child: this.id, prompt })
     }
     return this.#outcome.promise
   }
 
   cancel(reason: unknown): void {
+    // A child between runners has no turn running to stop: it ends here.
+    if (this.#move) return this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the child was cancelled while it was being moved to another runner' } }, 'drop')
     if (this.#phase !== 'running' || this.#grace) return
     this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
     this.#grace = setTimeout(() => {
       this.#channel.kill(
         {
           stopReason: 'error',
-          diagnostic: `the ${this.#channel.kind.noun} this child shared was ${this.#channel.kind.ended} because sibling subagent ${this.id} did not stop within ${this.#graceMs} ms of being cancelled`,
+          diagnostic: `the ${this.#channel.kind.noun} this child shared was ${this.#channel.kind.ended} because sibling subagent ${this.id} did not stop within ${this.#options.graceMs} ms of being cancelled`,
         },
         {
           child: this,
           fault: {
             stopReason: 'aborted',
-            diagnostic: `the child did not stop within abortGraceMs (${this.#graceMs} ms) of being cancelled, so its ${this.#channel.kind.noun} was ${this.#channel.kind.ended}`,
+            diagnostic: `the child did not stop within abortGraceMs (${this.#options.graceMs} ms) of being cancelled, so its ${this.#channel.kind.noun} was ${this.#channel.kind.ended}`,
           },
         },
       )
-    }, this.#graceMs)
+    }, this.#options.graceMs)
   }
 
   async release(): Promise<void> {
@@ -140,10 +173,14 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   receive(message: Extract<RunnerMessage, { child: string }>): void {
     switch (message.type) {
       case 'created':
+        if (this.#phase === 'rebuilding') return this.#resume()
         if (this.#phase !== 'creating') return this.#violation(message.type)
         this.#phase = 'created'
         return this.#created.resolve()
       case 'create-failed':
+        if (this.#phase === 'rebuilding') {
+          return this.#settle({ fault: { stopReason: 'error', diagnostic: `the child could not be rebuilt on another runner: ${message.error.message}` } }, 'runner-let-go')
+        }
         if (this.#phase !== 'creating') return this.#violation(message.type)
         return this.#settle({ fault: { stopReason: 'error', diagnostic: message.error.message } }, 'runner-let-go', () => fromWireError(message.error))
       case 'events':
@@ -175,9 +212,19 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     }
   }
 
-  /** The runner is gone (crashed, terminated, closed): whatever the child was doing is over. */
-  end(fault: Fault): void {
-    this.#settle({ fault }, 'runner-gone', () => new RunnerLostError(fault.diagnostic))
+  /**
+   * The runner is gone (crashed, terminated, closed). `movable`: it went for a fault a thread-mate
+   * survives (CONTRACT.md §8); the child then moves when no module code of it was running, else
+   * whatever it was doing is over.
+   */
+  end(fault: Fault, movable = false): void {
+    const point = movable ? this.#movePoint() : undefined
+    if (!point) return this.#settle({ fault }, 'runner-gone', () => new RunnerLostError(fault.diagnostic))
+    if (this.#moves >= MAX_MOVES) {
+      const diagnostic = `${fault.diagnostic}; the child was not moved again: it had already been moved to another runner ${MAX_MOVES} times, the most a child may be`
+      return this.#settle({ fault: { stopReason: 'error', diagnostic } }, 'runner-gone')
+    }
+    this.#moveOff(fault.diagnostic, point)
   }
 
   /** The exchange with the runner about this child broke (a malformed message, one that could not be sent). */
@@ -198,9 +245,68 @@ export class RemoteChild implements ChildHandle, ChannelChild {
         this.#protocolError(`event ${event.seq} where event ${expected} was due: a gap or a repeat in the child's record`)
         return false
       }
+      // Only the host moves a child, so only the host records a move.
+      if (event.type === 'child/moved') {
+        this.#protocolError(`a 'child/moved' event, which only the host records`)
+        return false
+      }
+      if (event.type === 'assistant/message') this.#ledger.stepped()
+      else if (event.type === 'tool/result') this.#ledger.recorded(event.data.callId)
       this.#mirror.append(event)
     }
     return true
+  }
+
+  /** Where the child is, as the host knows it: whether it may move, and how it then goes on. */
+  #movePoint(): MovePoint | undefined {
+    if (!this.#options.replace) return undefined
+    if (this.#phase === 'rebuilding') return this.#move?.point
+    if (this.#phase !== 'running' || this.#grace) return undefined
+    return movePoint({
+      events: this.#mirror.view.session.events,
+      from: this.#spec.header.seedLength ?? 0,
+      ledger: this.#ledger,
+      hostModel: this.#options.placement.models.has(this.#spec.options.provider ?? ''),
+      hooks: this.#channel.hooks,
+      maxParallel: this.#channel.config.maxParallelToolCalls ?? 1,
+    })
+  }
+
+  /** Leaves the dead runner: its model request is dropped (made again), its host tools go on; a slot elsewhere is sought. */
+  #moveOff(reason: string, point: MovePoint): void {
+    this.#ledger.detach()
+    this.#rpc.close(RUNNER_GONE)
+    this.#channel.part(this, false)
+    this.#moves++
+    const events = this.#mirror.view.session.events
+    this.#mirror.append({ seq: events.length, type: 'child/moved', data: { reason } })
+    const placing = new AbortController()
+    this.#move = { point, placing }
+    this.#phase = 'placing'
+    this.#options.replace!(placing.signal, (channel) => this.#rebuild(channel)).catch((error: unknown) => {
+      if (placing.signal.aborted) return
+      this.#settle({ fault: { stopReason: 'error', diagnostic: `${reason}; the child could not be moved to another runner: ${messageOf(error)}` } }, 'runner-gone')
+    })
+  }
+
+  /** Builds the child on its new runner from the host's copy of its session (fork seed, depth and limits in its header). */
+  #rebuild(channel: RunnerChannel): void {
+    if (this.#phase !== 'placing') return
+    this.#phase = 'rebuilding'
+    this.#channel = channel
+    this.#rpc = new RpcServer(this.id, channel.outbox, this.#handlers)
+    channel.adopt(this)
+    const spec: ChildSpec = { ...this.#spec, seed: [...this.#mirror.view.session.events] }
+    channel.send(createMessage(spec, this.#options.placement))
+  }
+
+  /** Rebuilt: the turn goes on (or, when it never began, starts) on the new runner. */
+  #resume(): void {
+    const { point } = this.#move!
+    this.#move = undefined
+    this.#phase = 'running'
+    if (point.kind === 'publish') this.#channel.send({ type: 'publish', child: this.id, prompt: this.#prompt! })
+    else this.#channel.send({ type: 'continue', child: this.id, concluded: point.concluded })
   }
 
   #validStructured(value: unknown): boolean {
@@ -226,7 +332,10 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     const creating = this.#phase === 'creating'
     this.#phase = 'ended'
     clearTimeout(this.#grace)
+    this.#move?.placing.abort()
+    this.#move = undefined
     this.#rpc.close(RUNNER_GONE)
+    this.#ledger.close(RUNNER_GONE)
     if (creating) this.#created.reject(createError())
     this.#outcome.resolve(outcome)
     this.#channel.part(this, parting === 'drop')

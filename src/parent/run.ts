@@ -155,6 +155,9 @@ export class DelegationRun implements SubagentRun {
 
   #ended({ output, stopReason, usage, diagnostic }: SubagentResult): void {
     const text = textOf(output)
+    const { events } = this.#init.mirror.session
+    let moves = 0
+    for (let i = this.#init.seedLength; i < events.length; i++) if (events[i]!.type === 'child/moved') moves++
     this.#hooks.lifecycle.emit('subagent/end', {
       ...this.#init.started,
       stopReason,
@@ -162,6 +165,7 @@ export class DelegationRun implements SubagentRun {
       durationMs: performance.now() - this.#publishedAt,
       ...(usage ? { usage } : {}),
       ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}),
+      ...(moves > 0 ? { moves } : {}),
     })
     this.#init.watch.settled({ stopReason, ...(usage ? { usage } : {}), ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}) })
   }

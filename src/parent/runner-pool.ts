@@ -152,7 +152,7 @@ export class RunnerPool {
         runner.stop({
           stopReason: 'error',
           diagnostic: `the ${channel.label} stopped answering for ${Math.round(silent)} ms while none of its children was running (something on it never yields), so it was ${channel.kind.ended} and replaced`,
-        })
+        }, undefined, true)
         continue
       }
       channel.ping(now)

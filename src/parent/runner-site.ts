@@ -62,7 +62,7 @@ export class RunnerSite {
   readonly exit: Promise<void>
   readonly #endpoint: Endpoint
   readonly #options: SiteOptions
-  #stopping: { fault: Fault; culprit?: Culprit } | undefined
+  #stopping: { fault: Fault; culprit?: Culprit; movable: boolean } | undefined
   #crash: Error | undefined
   #gone = false
   /** Settles the children if a stopped runner never reports its exit. */
@@ -87,7 +87,7 @@ export class RunnerSite {
       label: endpoint.label,
       config: options.config,
       send: (frame) => endpoint.send(frame),
-      kill: (fault, culprit) => this.stop(fault, culprit),
+      kill: (fault, culprit) => this.stop(fault, culprit, culprit !== undefined),
       crashed: (error) => void (this.#crash ??= error),
       changed: () => {
         this.#hold()
@@ -102,10 +102,13 @@ export class RunnerSite {
     return this.#stopping !== undefined || this.#gone
   }
 
-  /** Ends the runner; its children end with `fault` (the culprit with its own) once it exited. */
-  stop(fault: Fault, culprit?: Culprit): void {
+  /**
+   * Ends the runner; its children end with `fault` (the culprit with its own) once it exited.
+   * `movable`: its other children may move to another runner (CONTRACT.md §8).
+   */
+  stop(fault: Fault, culprit?: Culprit, movable = false): void {
     if (this.#stopping || this.#gone) return
-    this.#stopping = culprit ? { fault, culprit } : { fault }
+    this.#stopping = culprit ? { fault, culprit, movable } : { fault, movable }
     // Until it is gone: whoever awaits its children (or host.close()) is owed its exit.
     this.#endpoint.hold(true)
     this.#endpoint.terminate()
@@ -117,7 +120,8 @@ export class RunnerSite {
     this.#gone = true
     clearTimeout(this.#exitWait)
     const fault = this.#stopping?.fault ?? this.#endpoint.faultOf(exit, this.#crash)
-    this.channel.end(fault, this.#stopping?.culprit)
+    // A runner that went of itself (a crash, the heap limit) leaves its children movable.
+    this.channel.end(fault, this.#stopping?.culprit, this.#stopping?.movable ?? true)
     this.#endpoint.hold(false)
     this.#markExited()
     this.#options.exited(this)

@@ -8,7 +8,7 @@
  *   opening     runner → host `hello` {v}; host → runner `welcome` {v, config} first of all.
  *               Either side refuses a version it does not speak. The runner then loads the agent
  *               module and says `ready`.
- *   a child     host: create → publish; abort; drop (let go of a child that is not running, or
+ *   a child     host: create → publish (or, for a moved child, continue); abort; drop (let go of a child that is not running, or
  *               that broke the protocol); rpc replies.
  *               runner: created | create-failed; events; rpc calls; idle (the one-shot turn is
  *               over and the runner let the child go); dropped (after a drop); failed; ended
@@ -22,13 +22,13 @@ import { ChildSpec, RemoteToolDescriptor } from './child.js'
 import { contentBlocks, type ContentBlockSchema } from './content.js'
 import { WireError } from './error.js'
 import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
-import { anything, arrayOf, closed, count, ref, string, union, variant, type Wire } from './schema.js'
+import { anything, arrayOf, boolean, closed, count, ref, string, union, variant, type Wire } from './schema.js'
 import { KnownSessionEvent, type KnownSessionEventSchema } from './session.js'
 import type { StreamChunkSchema } from './stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 5
+export const PROTOCOL_VERSION = 6
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -56,6 +56,8 @@ export const HostMessage = {
     variant('create', { child, spec: ChildSpec, hostModels: arrayOf(string), hostTools: arrayOf(RemoteToolDescriptor) }),
     /** The child was published: run its one turn with this prompt. */
     variant('publish', { child, prompt: contentBlocks }),
+    /** A moved child, rebuilt from the host's copy of its session: go on with its open turn (`concluded`: a tool already concluded it). */
+    variant('continue', { child, concluded: boolean }),
     variant('abort', { child, reason: anything }, ['reason']),
     /** Let go of a child: not yet running, or one the host gave up on. */
     variant('drop', { child }),
@@ -79,7 +81,8 @@ export const RunnerMessage = {
     /** An uncaught error is ending the runner: the cause its children's diagnostics name. */
     variant('crashed', { error: WireError }),
     /** The agent module is loaded (or failed to load): the runner answers promptly from now on. */
-    variant('ready', {}),
+    /** `hooks`: the module hooks it has, so the host knows when a child of it may be between steps with no module code running. */
+    variant('ready', { hooks: arrayOf({ enum: ['beforeStep', 'afterTool'] }) }, ['hooks']),
     variant('created', { child }),
     variant('create-failed', { child, error: WireError }),
     variant('events', { child, events: { type: 'array', minItems: 1, items: ref(KnownSessionEvent.$id) } }),

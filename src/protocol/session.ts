@@ -80,6 +80,8 @@ export const KnownSessionEvent = {
     event('tool/result', ToolResultData),
     event('subagent/descriptor', closed({ mode: { const: 'one-shot' }, provider: string, label: string }, ['label'])),
     event('turn/end', closed({ reason: TurnEndReason })),
+    /** The host rebuilt the child on another runner (CONTRACT.md §8); only the host records it, never a runner. */
+    event('child/moved', closed({ reason: string })),
   ]),
 } as const
 share(KnownSessionEvent)

@@ -76,7 +76,10 @@ export class RunnerChild {
     switch (message.type) {
       case 'publish':
         if (this.#state !== 'built') return this.#host.fatal(new ProtocolError(`the host published child ${this.id} while it was ${this.#state}`))
-        return this.#run(message.prompt)
+        return this.#run((agent) => agent.followup(message.prompt, { kind: 'parent' }))
+      case 'continue':
+        if (this.#state !== 'built') return this.#host.fatal(new ProtocolError(`the host continued child ${this.id} while it was ${this.#state}`))
+        return this.#run((agent) => agent.resume(message.concluded))
       case 'abort':
         this.#composed?.agent.cancel(message.reason)
         return
@@ -112,10 +115,11 @@ export class RunnerChild {
     }
   }
 
-  #run(prompt: Parameters<ComposedChild['agent']['followup']>[0]): void {
+  /** `start` begins its turn (a published child) or goes on with it (a moved one). */
+  #run(start: (agent: ComposedChild['agent']) => void): void {
     this.#state = 'running'
     const { agent, structured } = this.#composed!
-    agent.followup(prompt, { kind: 'parent' })
+    start(agent)
     void agent.whenIdle().then(() => {
       if (this.#state === 'closed') return
       const idle: IdleMessage = { type: 'idle', child: this.id }

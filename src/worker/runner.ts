@@ -87,7 +87,8 @@ export class Runner {
     const guard = <T>(code: () => T) => this.#outbox.afterSent(drained ? () => drained()?.then(code) ?? code() : code)
     this.#local = (config.agentModule ? loadAgentModule(config.agentModule) : Promise.resolve({})).then((module) => flushing(module, guard))
     const ready = () => this.#outbox.push({ type: 'ready' })
-    this.#local.then(ready, ready)
+    // The hooks it has tell the host when a child may be between steps with no module code running.
+    this.#local.then((local) => this.#outbox.push({ type: 'ready', hooks: (['beforeStep', 'afterTool'] as const).filter((hook) => local.hooks[hook]) }), ready)
   }
 
   #childHost(config: RunnerConfig, local: Promise<LocalModule>): ChildHost {
