@@ -155,7 +155,8 @@ export class AgentRuntime implements Agent {
 
   async #drain(first?: () => Promise<void>): Promise<void> {
     try {
-      await first?.()
+      // Only a resumed turn waits here: a queued turn starts synchronously, before a cancel in the same frame can drop it.
+      if (first) await first()
       for (let next = this.#queue.shift(); next; next = this.#queue.shift()) await this.#runTurn(next.content, next.source)
     } finally {
       this.#idle = undefined
