@@ -15,7 +15,7 @@ import { Outbox } from '../protocol/outbox.js'
 import { isRunnerFrame, isRunnerMessage } from '../protocol/validators.js'
 import { describeShape, messageOf } from '../protocol/values.js'
 import { FrameIntake } from './intake.js'
-import type { ChildOutcome } from './result.js'
+import type { ChildOutcome } from './transport.js'
 
 /** Why a child ended when its runner did. */
 export type Fault = NonNullable<ChildOutcome['fault']>

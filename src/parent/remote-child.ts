@@ -22,7 +22,7 @@ import { RpcServer } from '../protocol/rpc.js'
 import { cloneableReason } from '../protocol/values.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
 import { hostCalls } from './host-calls.js'
-import type { ChildOutcome } from './result.js'
+import type { ChildOutcome } from './transport.js'
 import type { ChildHandle, ChildMirror } from './transport.js'
 import type { Placement } from './types.js'
 

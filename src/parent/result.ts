@@ -2,16 +2,11 @@
 import { asLimitReason, limitDiagnostic } from '../agent/limit-stop.js'
 import { readTurns, stopReasonOf } from '../agent/outcome.js'
 import type { SessionEvent, TurnEndReason } from '../protocol/session.js'
+import type { ChildOutcome } from './transport.js'
 import type { SubagentResult, SubagentStopReason } from './types.js'
 
 const DIAGNOSTIC_LIMIT_BYTES = 4096
 const TRUNCATION_MARK = '\n[diagnostic truncated]'
-
-/** What the transport knows beyond the events: a capture, or a fault the events cannot show. */
-export interface ChildOutcome {
-  structured?: { value: unknown }
-  fault?: { stopReason: 'error' | 'aborted'; diagnostic: string }
-}
 
 export interface ExtractionContext {
   seedLength: number

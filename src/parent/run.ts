@@ -8,10 +8,10 @@ import type { SessionEvent, SessionHeader, TurnEndReason } from '../protocol/ses
 import { limitDiagnostic, type LimitReason } from '../agent/limit-stop.js'
 import type { Budget } from './budget.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
-import { diagnosticText, extractResult, type ChildOutcome } from './result.js'
+import { diagnosticText, extractResult } from './result.js'
 import type { EventsOptions } from './feed.js'
 import type { SessionWriter } from './store.js'
-import type { ChildHandle } from './transport.js'
+import type { ChildHandle, ChildOutcome } from './transport.js'
 import type { SubagentResult, SubagentRun } from './types.js'
 import type { ChildWatch } from './watch.js'
 

@@ -6,9 +6,22 @@
  * that stopped answering while none of its children was running. All runner bookkeeping lives
  * here; what a runner is, is the endpoint's business.
  */
+import type { ResourceLimits } from 'node:worker_threads'
 import type { RunnerConfig } from '../protocol/messages.js'
 import type { Fault, RunnerChannel } from './channel.js'
 import { RunnerSite, type OpenEndpoint } from './runner-site.js'
+
+/** The pool as the transports use it: every value filled in. */
+export interface PoolSettings {
+  minThreads: number
+  maxThreads: number
+  childrenPerWorker: number
+  idleTimeoutMs: number
+  maxQueue: number
+  resourceLimits: ResourceLimits | undefined
+  /** Each runner's whole environment. */
+  env: Record<string, string>
+}
 
 export interface RunnerPoolSettings {
   open: OpenEndpoint

@@ -11,6 +11,7 @@ import { integerOption, InvalidOptionError, MAX_TIMER_MS } from './options.js'
 import { checkSandbox, type SandboxOptions } from './sandbox.js'
 import { createMemoryStore, type SessionStore } from './store.js'
 import type { Transport } from './transport.js'
+import type { PoolSettings } from './runner-pool.js'
 import type { PoolOptions } from './types.js'
 
 export type Isolation = 'worker' | 'inline' | 'process'
@@ -33,18 +34,6 @@ export interface HostOptions {
   maxParallelToolCalls?: number
   /** The default limits of every child (CONTRACT.md §11); a request's or an ancestor's may narrow them. */
   limits?: ChildLimits
-}
-
-/** The pool as the transports use it: every value filled in. */
-export interface PoolSettings {
-  minThreads: number
-  maxThreads: number
-  childrenPerWorker: number
-  idleTimeoutMs: number
-  maxQueue: number
-  resourceLimits: ResourceLimits | undefined
-  /** Each runner's whole environment. */
-  env: Record<string, string>
 }
 
 export interface HostSettings {
