@@ -1,7 +1,7 @@
 // The public surface (DESIGN.md): re-exports only.
 export { createHost, type Host, type HostOptions, type AgentInit } from './parent/host.js'
 export type { Transport } from './parent/transport.js'
-export type { SandboxOptions } from './parent/sandbox.js'
+export type { SandboxOptions } from './parent/runners/endpoints/sandbox.js'
 export type { SubagentProvider, HostProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason, StructuredOf, PoolOptions } from './parent/types.js'
 export { SubagentDepthError } from './parent/depth.js'
 export { InvalidOptionError } from './parent/options.js'

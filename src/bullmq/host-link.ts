@@ -9,7 +9,7 @@ import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type Ru
 import { isHostFrame } from '../protocol/validators.js'
 import { toWireError } from '../protocol/error.js'
 import { ProtocolError } from '../protocol/validate.js'
-import type { Fault } from '../parent/channel.js'
+import type { Fault } from '../parent/runners/channel.js'
 import type { HostEnd, RelayedChild } from './relayed-child.js'
 import type { CreateMessage, TakeMessage } from './wire.js'
 

@@ -12,7 +12,7 @@
  * Stopping the link ends its children and says `bye`, so a node that is merely cut off lets go of
  * them too once it hears again (or notices the host's silence first).
  */
-import { RunnerChannel, type Culprit, type Fault, type RunnerKind } from '../parent/channel.js'
+import { RunnerChannel, type Culprit, type Fault, type RunnerKind } from '../parent/runners/channel.js'
 import type { HostMessage, RunnerConfig } from '../protocol/messages.js'
 import { takesOf, type TakeMessage } from './wire.js'
 

@@ -5,7 +5,7 @@
  * enforce the grace after an abort (terminating the thread, as the host does on its own threads)
  * and report the end of a thread the child was on (`ended`).
  */
-import type { ChannelChild, Fault, RunnerChannel } from '../parent/channel.js'
+import type { ChannelChild, Fault, RunnerChannel } from '../parent/runners/channel.js'
 import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
 import type { CreateMessage } from './wire.js'
 

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 
-const REAPER = fileURLToPath(new URL('../../dist/parent/reaper-entry.js', import.meta.url))
+const REAPER = fileURLToPath(new URL('../../dist/parent/runners/endpoints/reaper-entry.js', import.meta.url))
 const started: ChildProcess[] = []
 afterEach(() => {
   for (const child of started.splice(0)) child.kill('SIGKILL')

@@ -7,7 +7,7 @@
  * here; what a runner is, is the endpoint's business.
  */
 import type { ResourceLimits } from 'node:worker_threads'
-import type { RunnerConfig } from '../protocol/messages.js'
+import type { RunnerConfig } from '../../protocol/messages.js'
 import type { Fault, RunnerChannel } from './channel.js'
 import { RunnerSite, type OpenEndpoint } from './runner-site.js'
 

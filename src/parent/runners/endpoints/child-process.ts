@@ -7,12 +7,12 @@
 import { fork } from 'node:child_process'
 import type { Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { messageOf } from '../protocol/values.js'
-import type { Fault, RunnerKind } from './channel.js'
+import { messageOf } from '../../../protocol/values.js'
+import type { Fault, RunnerKind } from '../channel.js'
 import { forgetRunner, watchRunner } from './reaper.js'
-import type { Endpoint, EndpointEvents, Exit } from './runner-site.js'
+import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
 
-const ENTRY = fileURLToPath(new URL('../worker/process-entry.js', import.meta.url))
+const ENTRY = fileURLToPath(new URL('../../../worker/process-entry.js', import.meta.url))
 
 const KIND: RunnerKind = { noun: 'child process', ended: 'killed' }
 

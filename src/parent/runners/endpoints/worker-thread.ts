@@ -8,11 +8,11 @@
  * it is a protocol violation.
  */
 import { MessageChannel, Worker, type ResourceLimits } from 'node:worker_threads'
-import { messageOf } from '../protocol/values.js'
-import type { Fault, RunnerKind } from './channel.js'
-import type { Endpoint, EndpointEvents, Exit } from './runner-site.js'
+import { messageOf } from '../../../protocol/values.js'
+import type { Fault, RunnerKind } from '../channel.js'
+import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
 
-const ENTRY = new URL('../worker/entry.js', import.meta.url)
+const ENTRY = new URL('../../../worker/entry.js', import.meta.url)
 
 const KIND: RunnerKind = { noun: 'worker thread', ended: 'terminated' }
 

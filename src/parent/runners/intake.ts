@@ -8,7 +8,7 @@
  * runner that floods its channel neither holds the host's loop nor fills its memory for long.
  * Wire-agnostic, like the channel that owns it.
  */
-import { estimatedSize, RUNNER_BOUNDS } from '../protocol/bounds.js'
+import { estimatedSize, RUNNER_BOUNDS } from '../../protocol/bounds.js'
 
 export interface IntakeOptions {
   /** Reads one frame (checks it and dispatches its messages). */

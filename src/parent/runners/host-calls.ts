@@ -6,17 +6,17 @@
  * own in what it costs and who the model is told it is: its model id, its `maxTokens` and the
  * system prompt come from the spec the host holds, never from the request.
  */
-import { childSystemPrompt } from '../agent/child.js'
-import { refusalOf, renderToolValue, unknownTool, valueTooDeep, type ToolDefinition } from '../agent/tools.js'
-import type { AgentView } from '../agent/view.js'
-import type { AgentOptions, ChildSpec } from '../protocol/child.js'
-import { textOf } from '../protocol/content.js'
-import type { ModelRequestData } from '../protocol/model.js'
-import type { RpcHandlers } from '../protocol/rpc.js'
-import { ProtocolError } from '../protocol/validate.js'
-import { isStreamChunk } from '../protocol/validators.js'
-import { describeShape, tryClone, withinDepth } from '../protocol/values.js'
-import type { Placement } from './types.js'
+import { childSystemPrompt } from '../../agent/child.js'
+import { refusalOf, renderToolValue, unknownTool, valueTooDeep, type ToolDefinition } from '../../agent/tools.js'
+import type { AgentView } from '../../agent/view.js'
+import type { AgentOptions, ChildSpec } from '../../protocol/child.js'
+import { textOf } from '../../protocol/content.js'
+import type { ModelRequestData } from '../../protocol/model.js'
+import type { RpcHandlers } from '../../protocol/rpc.js'
+import { ProtocolError } from '../../protocol/validate.js'
+import { isStreamChunk } from '../../protocol/validators.js'
+import { describeShape, tryClone, withinDepth } from '../../protocol/values.js'
+import type { Placement } from '../types.js'
 
 export interface CallingChild {
   /** The host's view of the child: what host tools see as `exec.agent`. */

@@ -10,21 +10,21 @@
  *       │                    │                │
  *       └──── create-failed, let go, runner gone, protocol error ──▶ ended
  */
-import { argumentValidator } from '../agent/schema.js'
-import type { ToolDefinition } from '../agent/tools.js'
-import type { ChildSpec, RemoteToolDescriptor } from '../protocol/child.js'
-import type { ContentBlock } from '../protocol/content.js'
-import { fromWireError } from '../protocol/error.js'
-import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
-import type { SessionEvent } from '../protocol/session.js'
-import { RUNNER_BOUNDS } from '../protocol/bounds.js'
-import { RpcServer } from '../protocol/rpc.js'
-import { cloneableReason } from '../protocol/values.js'
+import { argumentValidator } from '../../agent/schema.js'
+import type { ToolDefinition } from '../../agent/tools.js'
+import type { ChildSpec, RemoteToolDescriptor } from '../../protocol/child.js'
+import type { ContentBlock } from '../../protocol/content.js'
+import { fromWireError } from '../../protocol/error.js'
+import type { HostMessage, RunnerMessage } from '../../protocol/messages.js'
+import type { SessionEvent } from '../../protocol/session.js'
+import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
+import { RpcServer } from '../../protocol/rpc.js'
+import { cloneableReason } from '../../protocol/values.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
 import { hostCalls } from './host-calls.js'
-import type { ChildOutcome } from './transport.js'
-import type { ChildHandle, ChildMirror } from './transport.js'
-import type { Placement } from './types.js'
+import type { ChildOutcome } from '../transport.js'
+import type { ChildHandle, ChildMirror } from '../transport.js'
+import type { Placement } from '../types.js'
 
 const RELEASED: ChildOutcome = { fault: { stopReason: 'aborted', diagnostic: 'the child was released' } }
 /** What a host call still running learns when its child ends: the abort reason of its signal. */

@@ -9,13 +9,13 @@
  * runner: anything else means the runner cannot be trusted, and it is stopped. Frames enter
  * through a bounded intake (intake.ts), so what one runner sends cannot hold the host's loop.
  */
-import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
-import { fromWireError } from '../protocol/error.js'
-import { Outbox } from '../protocol/outbox.js'
-import { isRunnerFrame, isRunnerMessage } from '../protocol/validators.js'
-import { describeShape, messageOf } from '../protocol/values.js'
+import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../../protocol/messages.js'
+import { fromWireError } from '../../protocol/error.js'
+import { Outbox } from '../../protocol/outbox.js'
+import { isRunnerFrame, isRunnerMessage } from '../../protocol/validators.js'
+import { describeShape, messageOf } from '../../protocol/values.js'
 import { FrameIntake } from './intake.js'
-import type { ChildOutcome } from './transport.js'
+import type { ChildOutcome } from '../transport.js'
 
 /** Why a child ended when its runner did. */
 export type Fault = NonNullable<ChildOutcome['fault']>

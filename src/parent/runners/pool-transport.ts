@@ -9,13 +9,13 @@
  * could fill every slot with waiting parents and never finish. Waits only point one level down,
  * so pools per level cannot deadlock.
  */
-import type { ChildSpec } from '../protocol/child.js'
-import type { RunnerConfig } from '../protocol/messages.js'
+import type { ChildSpec } from '../../protocol/child.js'
+import type { RunnerConfig } from '../../protocol/messages.js'
 import { RemoteChild, RunnerLostError } from './remote-child.js'
 import type { OpenEndpoint } from './runner-site.js'
 import { RunnerPool, type PoolSettings } from './runner-pool.js'
-import type { ChildHandle, ChildMirror, ChildTransport } from './transport.js'
-import type { Placement } from './types.js'
+import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
+import type { Placement } from '../types.js'
 
 export interface PoolTransportOptions {
   /** Opens one runner: a worker thread, a child process. */

@@ -5,7 +5,7 @@
  * it ended is decided once: the host's own reason for stopping it, else the crash it reported,
  * else how it exited.
  */
-import type { RunnerConfig } from '../protocol/messages.js'
+import type { RunnerConfig } from '../../protocol/messages.js'
 import { RunnerChannel, type Culprit, type Fault, type RunnerKind } from './channel.js'
 
 /** How long a stopped runner may take to exit before its children are settled without it (a native call can block termination). */
