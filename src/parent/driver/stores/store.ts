@@ -2,7 +2,7 @@
  * Session stores keep transcripts beyond the live registry: a disposed child leaves
  * `host.agents`, never the store. Writes for one session are ordered and batched.
  */
-import type { SessionEvent, SessionHeader } from '../protocol/session.js'
+import type { SessionEvent, SessionHeader } from '../../../protocol/session.js'
 
 export interface SessionStore {
   create(header: SessionHeader): Promise<void>
@@ -45,7 +45,7 @@ const SESSION_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/
 /** Returns `id` when a session may have it; throws a TypeError saying what an id may be. */
 export function checkSessionId(id: unknown): string {
   if (typeof id !== 'string' || !SESSION_ID.test(id)) {
-    throw new TypeError(`session id ${JSON.stringify(id)} is not allowed: use 1 to 200 letters, digits, ".", "_" or "-" (it names a file in an ndjson store)`)
+    throw new TypeError(`session id ${JSON.stringify(id)} is not allowed: use 1 to 200 letters, digits, "../..", "_" or "-" (it names a file in an ndjson store)`)
   }
   return id
 }

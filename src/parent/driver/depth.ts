@@ -1,6 +1,6 @@
 /** Delegation depth (CONTRACT.md §1.3): the persisted header is authoritative; options may only deepen it. */
-import type { AgentView } from '../agent/view.js'
-import { isNonNegativeSafeInteger as isDepth } from './options.js'
+import type { AgentView } from '../../agent/view.js'
+import { isNonNegativeSafeInteger as isDepth } from '../options.js'
 
 export class SubagentDepthError extends Error {
   override name = 'SubagentDepthError'

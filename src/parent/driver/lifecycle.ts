@@ -1,6 +1,6 @@
 /** Lifecycle events (CONTRACT.md §7). Observers can never break a run: a throwing listener is reported as a process warning. */
-import type { SessionEvent, Usage } from '../protocol/session.js'
-import type { SubagentResult } from './types.js'
+import type { SessionEvent, Usage } from '../../protocol/session.js'
+import type { SubagentResult } from '../types.js'
 
 export interface SubagentStartEvent {
   runId: string

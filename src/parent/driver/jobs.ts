@@ -2,10 +2,10 @@
  * Background one-shot runs (CONTRACT.md §6): a job is owned by the agent that started it, runs
  * until its child settles, and is always disposed; its outcome is kept for `job_output`.
  */
-import { textOf } from '../protocol/content.js'
-import { messageOf } from '../protocol/values.js'
-import type { LimitName } from '../agent/limit-stop.js'
-import type { SubagentRun } from './types.js'
+import { textOf } from '../../protocol/content.js'
+import { messageOf } from '../../protocol/values.js'
+import type { LimitName } from '../../agent/limit-stop.js'
+import type { SubagentRun } from '../types.js'
 
 /** A limit stop's diagnostic is §11's exact text; the job names the limit from it. */
 const LIMIT_DIAGNOSTIC = /^the child exceeded limits\.(timeoutMs|maxSteps|maxTotalTokens) \(/

@@ -11,10 +11,10 @@
 import { randomUUID } from 'node:crypto'
 import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises'
 import { isAbsolute, join } from 'node:path'
-import type { SessionEvent, SessionHeader } from '../protocol/session.js'
-import { isSessionEvent } from '../protocol/validators.js'
+import type { SessionEvent, SessionHeader } from '../../../protocol/session.js'
+import { isSessionEvent } from '../../../protocol/validators.js'
 import { takeLock } from './ndjson-lock.js'
-import { InvalidOptionError } from './options.js'
+import { InvalidOptionError } from '../../options.js'
 import { checkSessionId, matches, readHeader, SessionLiveError, type SessionList, type SessionStore } from './store.js'
 
 const TAIL_CHUNK = 64 * 1024

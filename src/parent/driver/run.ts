@@ -2,17 +2,17 @@
  * A published delegation: drives the child's one turn, turns the parent's abort into a cancel,
  * extracts the result, and tears the child down on dispose (CONTRACT.md §2).
  */
-import type { AgentOptions, AgentView } from '../agent/view.js'
-import { textOf, type ContentBlock } from '../protocol/content.js'
-import type { SessionEvent, SessionHeader, TurnEndReason } from '../protocol/session.js'
-import { limitDiagnostic, type LimitReason } from '../agent/limit-stop.js'
+import type { AgentOptions, AgentView } from '../../agent/view.js'
+import { textOf, type ContentBlock } from '../../protocol/content.js'
+import type { SessionEvent, SessionHeader, TurnEndReason } from '../../protocol/session.js'
+import { limitDiagnostic, type LimitReason } from '../../agent/limit-stop.js'
 import type { Budget } from './budget.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { diagnosticText, extractResult } from './result.js'
 import type { EventsOptions } from './feed.js'
-import type { SessionWriter } from './store.js'
-import type { ChildHandle, ChildOutcome } from './transport.js'
-import type { SubagentResult, SubagentRun } from './types.js'
+import type { SessionWriter } from './stores/store.js'
+import type { ChildHandle, ChildOutcome } from '../transport.js'
+import type { SubagentResult, SubagentRun } from '../types.js'
 import type { ChildWatch } from './watch.js'
 
 /** The host's copy of a child's session, fed by the transport; what `host.agents` shows. */

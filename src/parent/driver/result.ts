@@ -1,9 +1,9 @@
 /** Result extraction (CONTRACT.md §3): only the child's own events, never the fork seed. */
-import { asLimitReason, limitDiagnostic } from '../agent/limit-stop.js'
-import { readTurns, stopReasonOf } from '../agent/outcome.js'
-import type { SessionEvent, TurnEndReason } from '../protocol/session.js'
-import type { ChildOutcome } from './transport.js'
-import type { SubagentResult, SubagentStopReason } from './types.js'
+import { asLimitReason, limitDiagnostic } from '../../agent/limit-stop.js'
+import { readTurns, stopReasonOf } from '../../agent/outcome.js'
+import type { SessionEvent, TurnEndReason } from '../../protocol/session.js'
+import type { ChildOutcome } from '../transport.js'
+import type { SubagentResult, SubagentStopReason } from '../types.js'
 
 const DIAGNOSTIC_LIMIT_BYTES = 4096
 const TRUNCATION_MARK = '\n[diagnostic truncated]'

@@ -4,15 +4,15 @@
  * a job owned by the calling agent. Misconfiguration fails when the tool is created, not when
  * the model first calls it.
  */
-import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../agent/tools.js'
-import type { AgentOptions } from '../agent/view.js'
-import { textOf, type ContentBlock } from '../protocol/content.js'
-import { messageOf } from '../protocol/values.js'
-import { checkLimits, type ChildLimits } from './limits.js'
-import { withDelegatingCall } from './delegating-call.js'
-import { isNonNegativeSafeInteger } from './options.js'
-import type { Host } from './host.js'
-import type { SubagentProvider, SubagentResult, SubagentStartRequest } from './types.js'
+import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../../agent/tools.js'
+import type { AgentOptions } from '../../agent/view.js'
+import { textOf, type ContentBlock } from '../../protocol/content.js'
+import { messageOf } from '../../protocol/values.js'
+import { checkLimits, type ChildLimits } from '../driver/limits.js'
+import { withDelegatingCall } from '../driver/delegating-call.js'
+import { isNonNegativeSafeInteger } from '../options.js'
+import type { Host } from '../host/host.js'
+import type { SubagentProvider, SubagentResult, SubagentStartRequest } from '../types.js'
 
 export interface SubagentToolConfig {
   /** The provider this tool delegates to: a provider object, or the host's 'spawn' / 'fork'. */

@@ -3,7 +3,7 @@
  * readers of `run.events()`, the `subagent/event` listeners and the diagnostics channels. Fed by
  * the mirror, so it is the same on every transport.
  */
-import type { SessionEvent } from '../protocol/session.js'
+import type { SessionEvent } from '../../protocol/session.js'
 import { ChildDiagnostics, type ChildOutcomeInfo } from './diagnostics.js'
 import { EventFeed, type EventsOptions } from './feed.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'

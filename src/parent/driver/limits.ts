@@ -2,10 +2,10 @@
  * Limits (CONTRACT.md §11): checking them up front, and narrowing them as they are inherited.
  * Enforcement lives in budget.ts (the host's tree of what each child may still spend).
  */
-import type { LimitName } from '../agent/limit-stop.js'
-import type { ChildLimits, SessionEvent, SessionHeader, Usage } from '../protocol/session.js'
-import type { SessionStore } from './store.js'
-import { InvalidOptionError } from './options.js'
+import type { LimitName } from '../../agent/limit-stop.js'
+import type { ChildLimits, SessionEvent, SessionHeader, Usage } from '../../protocol/session.js'
+import type { SessionStore } from './stores/store.js'
+import { InvalidOptionError } from '../options.js'
 
 export type { ChildLimits }
 

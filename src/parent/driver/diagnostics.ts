@@ -13,8 +13,8 @@
  * Times are when the host recorded those events (epoch ms).
  */
 import { channel } from 'node:diagnostics_channel'
-import type { ContentBlock } from '../protocol/content.js'
-import type { SessionEvent, TurnEndReason, Usage } from '../protocol/session.js'
+import type { ContentBlock } from '../../protocol/content.js'
+import type { SessionEvent, TurnEndReason, Usage } from '../../protocol/session.js'
 import type { SubagentEndEvent } from './lifecycle.js'
 
 export const CHANNEL_NAMES = {

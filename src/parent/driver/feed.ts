@@ -4,8 +4,8 @@
  * removed), so a slow reader holds an index, not a copy of what it has yet to read, and no two
  * readers can see the events in different orders.
  */
-import type { SessionEvent } from '../protocol/session.js'
-import { InvalidOptionError, isNonNegativeSafeInteger } from './options.js'
+import type { SessionEvent } from '../../protocol/session.js'
+import { InvalidOptionError, isNonNegativeSafeInteger } from '../options.js'
 
 export interface EventsOptions {
   /** The first event's seq (default 0). */

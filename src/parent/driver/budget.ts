@@ -10,11 +10,11 @@
  * the host streamed itself. Of the two, the larger is taken, so a runner that reports less than
  * the host served is not believed.
  */
-import { limitReason, type LimitReason } from '../agent/limit-stop.js'
-import type { Model } from '../agent/model.js'
-import type { ChildLimits, SessionEvent, Usage } from '../protocol/session.js'
+import { limitReason, type LimitReason } from '../../agent/limit-stop.js'
+import type { Model } from '../../agent/model.js'
+import type { ChildLimits, SessionEvent, Usage } from '../../protocol/session.js'
 import { narrowest } from './limits.js'
-import { MAX_TIMER_MS } from './options.js'
+import { MAX_TIMER_MS } from '../options.js'
 
 /** What a budget stops when a limit is reached: the agent's running turn, cancelled with the reason. */
 export interface BudgetOwner {
