@@ -13,12 +13,7 @@ import type { EventsOptions } from './feed.js'
 import type { SessionWriter } from './stores/store.js'
 import type { ChildHandle, ChildOutcome } from '../transport.js'
 import type { SubagentResult, SubagentRun } from '../types.js'
-import type { ChildWatch } from './watch.js'
-
-/** The host's copy of a child's session, fed by the transport; what `host.agents` shows. */
-export interface Mirror extends AgentView {
-  session: { header: SessionHeader; events: SessionEvent[] }
-}
+import type { ChildWatch, Mirror } from './watch.js'
 
 export interface RunHooks {
   lifecycle: Lifecycle

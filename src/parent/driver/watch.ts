@@ -3,11 +3,16 @@
  * readers of `run.events()`, the `subagent/event` listeners and the diagnostics channels. Fed by
  * the mirror, so it is the same on every transport.
  */
-import type { SessionEvent } from '../../protocol/session.js'
+import type { AgentView } from '../../agent/view.js'
+import type { SessionEvent, SessionHeader } from '../../protocol/session.js'
 import { ChildDiagnostics, type ChildOutcomeInfo } from './diagnostics.js'
 import { EventFeed, type EventsOptions } from './feed.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
-import type { Mirror } from './run.js'
+
+/** The host's copy of a child's session, fed by the transport; what `host.agents` shows. */
+export interface Mirror extends AgentView {
+  session: { header: SessionHeader; events: SessionEvent[] }
+}
 
 export interface WatchInit {
   mirror: Mirror
