@@ -15,13 +15,11 @@ import { InlineTransport } from '../runners/inline.js'
 import { createJobRegistry, type JobRegistry } from '../driver/jobs.js'
 import { Lifecycle, type LifecycleEventName, type LifecycleEvents } from '../driver/lifecycle.js'
 import { loadAgentModule } from '../../agent/module-loader.js'
-import { openChildProcess } from '../runners/endpoints/child-process.js'
 import { Budget, meteredModel } from '../driver/budget.js'
 import { checkLimits, spentInTree, type ChildLimits } from '../driver/limits.js'
 import { checkAgentOptions, isNonNegativeSafeInteger } from '../options.js'
 import { PoolTransport } from '../runners/pool-transport.js'
-import type { OpenEndpoint } from '../runners/runner-site.js'
-import { processFlags } from '../runners/endpoints/sandbox.js'
+import { ENDPOINTS } from '../runners/endpoints/table.js'
 import { settingsOf, type HostOptions, type HostSettings } from './settings.js'
 import { createProvider, hostClosed } from '../driver/provider.js'
 import type { DelegationRun } from '../driver/run.js'
@@ -29,7 +27,6 @@ import type { Mirror } from '../driver/watch.js'
 import { checkSessionId, SessionWriter } from '../driver/stores/store.js'
 import type { ChildTransport } from '../transport.js'
 import type { HostProvider, Placement } from '../types.js'
-import { openWorkerThread } from '../runners/endpoints/worker-thread.js'
 
 export type { HostOptions }
 
@@ -69,14 +66,7 @@ function transportOf(settings: HostSettings, childEnvironment: () => AgentEnviro
   const config = { maxParallelToolCalls, abortGraceMs, ...(agentModule ? { agentModule: agentModule.href } : {}), ...(persona === undefined ? {} : { persona }) }
   if (settings.transport) return settings.transport.open({ abortGraceMs, config, placement })
   if (isolation === 'inline') return new InlineTransport(childEnvironment, persona)
-  const { env, resourceLimits } = pool
-  let open: OpenEndpoint
-  if (isolation === 'worker') {
-    open = (events) => openWorkerThread({ env, resourceLimits }, events)
-  } else {
-    const execArgv = processFlags(sandbox, agentModule, resourceLimits)
-    open = (events) => openChildProcess({ env, execArgv }, events)
-  }
+  const open = ENDPOINTS[isolation]({ env: pool.env, resourceLimits: pool.resourceLimits, sandbox, agentModule })
   return new PoolTransport({ open, pool, abortGraceMs, config, placement })
 }
 

@@ -11,10 +11,14 @@ import { integerOption, InvalidOptionError, MAX_TIMER_MS } from '../options.js'
 import { checkSandbox, type SandboxOptions } from '../runners/endpoints/sandbox.js'
 import { createMemoryStore, type SessionStore } from '../driver/stores/store.js'
 import type { Transport } from '../transport.js'
+import { ENDPOINTS, isEndpointIsolation, type EndpointIsolation } from '../runners/endpoints/table.js'
 import type { PoolSettings } from '../runners/runner-pool.js'
 import type { PoolOptions } from '../types.js'
 
-export type Isolation = 'worker' | 'inline' | 'process'
+export type Isolation = 'inline' | EndpointIsolation
+
+/** As the error names them: the default, inline, then the other endpoints in table order. */
+const ISOLATIONS = ['worker', 'inline', ...Object.keys(ENDPOINTS).filter((name) => name !== 'worker')]
 
 export interface HostOptions {
   /** Where children run: 'worker' (default), 'inline' (the host's thread) or 'process' (a sandboxed child process). */
@@ -61,7 +65,7 @@ export function settingsOf(options: HostOptions): HostSettings {
   knownKeys('', options, OPTION_KEYS, 'host option')
   const transport = checkTransport(options)
   const isolation = options.isolation ?? 'worker'
-  if (isolation !== 'worker' && isolation !== 'inline' && isolation !== 'process') throw new InvalidOptionError('isolation', isolation, "'worker', 'inline' or 'process'")
+  if (isolation !== 'inline' && !isEndpointIsolation(isolation)) throw new InvalidOptionError('isolation', isolation, oneOf(ISOLATIONS))
   if (options.sandbox !== undefined && isolation !== 'process') {
     throw new InvalidOptionError('sandbox', options.sandbox, "given only with isolation: 'process' (worker threads and inline children run with the host's own permissions)")
   }
@@ -169,4 +173,10 @@ function knownKeys(prefix: string, options: object, known: Set<string>, what: st
       throw new InvalidOptionError(`${prefix}${key}`, (options as Record<string, unknown>)[key], `a known ${what} (an unknown key: the known ones are ${[...known].join(', ')})`)
     }
   }
+}
+
+/** `'a', 'b' or 'c'`. */
+function oneOf(names: readonly string[]): string {
+  const quoted = names.map((name) => `'${name}'`)
+  return quoted.length < 2 ? quoted.join('') : `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}`
 }
