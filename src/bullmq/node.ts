@@ -26,10 +26,11 @@ import { RunnerPool, type PoolSettings } from '../parent/runners/runner-pool.js'
 import { settingsOf } from '../parent/host/settings.js'
 import type { PoolOptions } from '../parent/types.js'
 import { openWorkerThread } from '../parent/runners/endpoints/worker-thread.js'
-import { HostLink } from './host-link.js'
+import { HostLink } from '../remote/host-link.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
-import { RelayedChild } from './relayed-child.js'
-import { decode, DEFAULT_QUEUE, encode, hostChannel, nodeChannel, QUEUE_DEPTHS, queueName, readJob, validQueueName } from './wire.js'
+import { RelayedChild } from '../remote/relayed-child.js'
+import { decode, encode, readJob } from '../remote/envelope.js'
+import { DEFAULT_QUEUE, hostChannel, nodeChannel, QUEUE_DEPTHS, queueName, validQueueName } from './names.js'
 
 export interface NodeOptions {
   /** Where Redis is: a `redis://` or `rediss://` URL, or ioredis options (credentials and TLS pass through). */

@@ -14,7 +14,7 @@
  */
 import { RunnerChannel, type Culprit, type Fault, type RunnerKind } from '../parent/runners/channel.js'
 import type { HostMessage, RunnerConfig } from '../protocol/messages.js'
-import { takesOf, type TakeMessage } from './wire.js'
+import { takesOf, type TakeMessage } from './envelope.js'
 
 const KIND: RunnerKind = { noun: 'node', ended: 'given up on' }
 

@@ -11,7 +11,7 @@ import { toWireError } from '../protocol/error.js'
 import { ProtocolError } from '../protocol/validate.js'
 import type { Fault } from '../parent/runners/channel.js'
 import type { HostEnd, RelayedChild } from './relayed-child.js'
-import type { CreateMessage, TakeMessage } from './wire.js'
+import type { CreateMessage, TakeMessage } from './envelope.js'
 
 /** What a node says to a host: a runner's messages, and its takes. */
 export type NodeMessage = RunnerMessage | TakeMessage

@@ -7,7 +7,7 @@
  */
 import type { ChannelChild, Fault, RunnerChannel } from '../parent/runners/channel.js'
 import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
-import type { CreateMessage } from './wire.js'
+import type { CreateMessage } from './envelope.js'
 
 /** The host's end, as a child sees it. */
 export interface HostEnd {
