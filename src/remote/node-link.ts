@@ -1,10 +1,10 @@
 /**
- * The host's link to one node: a runner channel carried over Redis. A node runs the children it
+ * The host's link to one node: a runner channel carried over a broker (Redis, in src/bullmq). A node runs the children it
  * took from the queue on its own threads; to the host it is one runner with many children, and,
  * like a thread, nothing it sends is trusted (the channel checks every frame, each child every
  * message, and a message about a child not given to this node is a violation).
  *
- * A child is given to a node only on its `take` (see wire.ts), which the transport answers: the
+ * A child is given to a node only on its `take` (see envelope.ts), which the transport answers: the
  * `create` over this link, or a `drop`. So a client that merely reads the job and speaks of the
  * child (`created`, `events`, `idle`) has spoken of a child it does not host, and is given up on.
  *

@@ -1,5 +1,5 @@
 /**
- * The host's end of one channel to a runner (a worker thread or a child process): the frames in both
+ * The host's end of one channel to a runner, on the host or a link to a node (src/remote): the frames in both
  * directions, the version handshake, and the children placed on that runner. Wire-agnostic: the
  * owner gives it a `send(frame)`, feeds it each frame received, and ends it once the runner is
  * gone.

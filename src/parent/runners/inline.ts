@@ -1,4 +1,4 @@
-/** The inline transport: the child's loop runs in the host's thread. The reference for every other transport. */
+/** The inline transport: the child's loop runs in the host's thread, no runner. The reference for every other transport. */
 import { composeChild, type ChildSpec } from '../../agent/child.js'
 import type { AgentEnvironment } from '../../agent/loop.js'
 import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'

@@ -1,8 +1,8 @@
 /**
- * The pooled transports, `worker` and `process`: children run on pooled runners (worker threads
- * or child processes), many to a runner, multiplexed over one long-lived channel per runner (see
- * channel.ts and the frame protocol in src/protocol). The two differ only in the endpoint that
- * opens a runner.
+ * The pooled transports, `worker` and `process`: children run on pooled runners, many to a
+ * runner, multiplexed over one long-lived channel per runner (see channel.ts and the frame
+ * protocol in src/protocol). They differ only in the endpoint that opens a runner
+ * (endpoints/table.ts).
  *
  * Children of each delegation depth get a pool of their own, created when first needed: a child
  * waiting for its own child holds its slot, so with one shared pool a wave of nested delegations

@@ -1,6 +1,6 @@
 /**
- * The host's handle on one child that runs on a runner (a worker thread or a child process): one explicit
- * state machine, one way out. Every path that ends the child (its turn finished, its creation
+ * The host's handle on one child that runs on a runner, whatever carries its channel (a worker
+ * thread, a child process, a remote node): one explicit state machine, one way out. Every path that ends the child (its turn finished, its creation
  * failed, the host let it go, it broke the protocol, its runner died) goes through `#settle`,
  * once, which resolves `run()`, rejects a pending creation, closes its host calls and gives its
  * slot back. Nothing it receives is trusted: each message is checked against the phase it

@@ -1,5 +1,6 @@
 /**
- * The runners (worker threads or child processes) of one delegation depth, and who runs where.
+ * The runners of one delegation depth, and who runs where: a host's (threads, processes) and a
+ * node's (its threads) alike.
  * The pool starts runners (up to `maxThreads`, keeping `minThreads` warm), places each child on
  * the least loaded runner that has room (`childrenPerWorker`), queues starts beyond that (at
  * most `maxQueue`), retires runners idle for `idleTimeoutMs`, replaces a dead one, and stops one

@@ -1,5 +1,5 @@
 /**
- * One runner the pool owns (a worker thread or a child process) and the channel to it. The
+ * One runner the pool owns (whatever endpoint opened it, see endpoints/table.ts) and the channel to it. The
  * runner is ours from start to exit: its exit is the one moment its children are settled, once
  * every frame it sent before it died has been delivered, so nothing a child emitted is lost. Why
  * it ended is decided once: the host's own reason for stopping it, else the crash it reported,

@@ -1,5 +1,5 @@
 /**
- * A runner on a worker thread. Its frames cross on a port of a channel of the host's own (handed
+ * A runner on a worker thread, a host's or a node's. Its frames cross on a port of a channel of the host's own (handed
  * to the thread in workerData), not on the thread's built-in port, because this one the host can
  * pace: it stops listening once it has read its share of a turn (the frames wait, unread, in the
  * port), and closes it to drop a distrusted runner's frames unread. The port closes after the
