@@ -1,5 +1,5 @@
 /**
- * The reaper (src/parent/reaper-entry.ts) on its own: when its stdin ends it kills every runner
+ * The reaper (src/parent/runners/endpoints/reaper-entry.ts) on its own: when its stdin ends it kills every runner
  * still listed, and never one listed as exited (its pid may be another process's by then).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
