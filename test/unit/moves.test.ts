@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { composeChild } from '../../dist/agent/child.js'
-import { CallLedger } from '../../dist/parent/call-ledger.js'
-import { movePoint, type RunnerHooks } from '../../dist/parent/move-point.js'
+import { CallLedger } from '../../dist/parent/runners/call-ledger.js'
+import { movePoint, type RunnerHooks } from '../../dist/parent/runners/move-point.js'
 import { ScriptedModel, textResponse, type SessionEvent } from 'subagent-worker'
 
 type Raw = { type: string; data: unknown }

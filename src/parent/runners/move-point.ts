@@ -1,0 +1,87 @@
+/**
+ * Whether a child whose runner went may be rebuilt on another (CONTRACT.md §8, thread-mates
+ * survive), decided by the host alone from what it holds: its copy of the child's session and
+ * the host calls in flight. A runner runs module code (a module tool, model or hook) only once
+ * everything it queued before was sent (worker/flushing.ts), and the host reads every frame a
+ * dead runner sent before it settles its children; so when the host's copy shows no point where
+ * module code may have begun, none had. A child is moved only then: waiting on a host-placed
+ * model request, on host tools, or between steps with nothing of the module to run before its
+ * next host model request. Anything else may have had effects the host cannot see, and is not
+ * moved.
+ */
+import type { ToolCallBlock } from '../../protocol/content.js'
+import type { SessionEvent } from '../../protocol/session.js'
+import type { CallLedger } from './call-ledger.js'
+
+/** The module hooks a runner has (from its `ready`); undefined when it did not say. */
+export type RunnerHooks = ReadonlySet<'beforeStep' | 'afterTool'> | undefined
+
+/** How a moved child goes on: its turn never began (publish it again), or it continues the open one. */
+export type MovePoint = { kind: 'publish' } | { kind: 'continue'; concluded: boolean }
+
+export interface Whereabouts {
+  events: readonly SessionEvent[]
+  /** Where the child's own events begin (after a fork seed). */
+  from: number
+  ledger: CallLedger
+  /** Its provider is a host-placed model: its next step's request is the host's, not module code. */
+  hostModel: boolean
+  hooks: RunnerHooks
+  /** Tool calls of one step its loop runs at once. */
+  maxParallel: number
+}
+
+export function movePoint(where: Whereabouts): MovePoint | undefined {
+  const { events, from, ledger, hooks } = where
+  // Nothing of the module runs before the next host model request: no beforeStep hook, a host model.
+  const betweenSteps = where.hostModel && hooks !== undefined && !hooks.has('beforeStep')
+  let start = events.length - 1
+  while (start >= from && events[start]!.type !== 'turn/start' && events[start]!.type !== 'turn/end') start--
+  if (start < from) return betweenSteps ? { kind: 'publish' } : undefined
+  // Its turn ended: only the runner's last word was lost, and moving would run it again.
+  if (events[start]!.type === 'turn/end') return undefined
+  if (ledger.models > 0) return { kind: 'continue', concluded: false }
+
+  let calls: ToolCallBlock[] | undefined
+  let structured = false
+  for (let i = start + 1; i < events.length; i++) {
+    const event = events[i]!
+    if (event.type === 'assistant/message') {
+      calls = event.data.content.filter((block): block is ToolCallBlock => block.type === 'tool-call')
+      structured = false
+    } else if (event.type === 'tool/result' && calls) {
+      calls = calls.slice(1)
+      if (event.data.name === 'structured_output' && !event.data.isError) structured = true
+    }
+  }
+  // No step yet, or its model request returned and nothing after it began.
+  if (calls === undefined) return betweenSteps ? { kind: 'continue', concluded: false } : undefined
+  const concluded = ledger.concluded || structured
+  // A step whose message has no calls ends the turn: only its end was lost.
+  if (calls.length === 0 && !hasResults(events, start)) return undefined
+  if (calls.length === 0) return betweenSteps || concluded ? { kind: 'continue', concluded } : undefined
+
+  // Calls start in order: those that began are a prefix of the ones without a result, and each
+  // must be a host tool (in flight, or done with no afterTool hook to run on its result).
+  let began = 0
+  let inFlight = 0
+  for (const call of calls) {
+    const run = ledger.tools.get(call.id)
+    if (!run || run.name !== call.name) break
+    if (run.done && (hooks === undefined || hooks.has('afterTool'))) return undefined
+    if (!run.done) inFlight++
+    began++
+  }
+  // The rest never began when every slot of its loop holds a host tool still running.
+  if (began === calls.length || inFlight >= where.maxParallel) return { kind: 'continue', concluded }
+  return undefined
+}
+
+/** Whether the last step (its message is the last `assistant/message` after `start`) has any results. */
+function hasResults(events: readonly SessionEvent[], start: number): boolean {
+  for (let i = events.length - 1; i > start; i--) {
+    if (events[i]!.type === 'tool/result') return true
+    if (events[i]!.type === 'assistant/message') return false
+  }
+  return false
+}
