@@ -51,7 +51,7 @@ export class PoolTransport implements ChildTransport {
       // A moved child is placed again in the pool of its depth.
       const replace = async (moving: AbortSignal, build: (channel: RunnerChannel) => void) => {
         if (this.#closing) throw new Error('the host is closing')
-        await pool.place(moving, build)
+        await pool.place(moving, build, true)
       }
       const child = await pool.place(signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs: this.#options.abortGraceMs, replace }))
       try {

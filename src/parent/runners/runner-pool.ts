@@ -48,6 +48,8 @@ export class RunnerPool {
   readonly #settings: RunnerPoolSettings
   readonly #runners = new Set<RunnerSite>()
   readonly #waiting: Waiter[] = []
+  /** Moved children waiting for a slot: served before any start. */
+  readonly #moving: Waiter[] = []
   readonly #silenceLimitMs: number
   #tick: NodeJS.Timeout | undefined
   #closed: Error | undefined
@@ -62,23 +64,28 @@ export class RunnerPool {
    * Places a child: `build` runs synchronously with the chosen channel (the child adopts its slot
    * there). Waits for a slot when every runner is full; an abort while waiting leaves the queue.
    */
-  place<T>(signal: AbortSignal, build: (channel: RunnerChannel) => T): Promise<T> {
+  /**
+   * `moved`: a child moved off a runner that went (CONTRACT.md §8), already published and part-way
+   * through its turn: it waits ahead of every start, and is never refused for a full queue.
+   */
+  place<T>(signal: AbortSignal, build: (channel: RunnerChannel) => T, moved = false): Promise<T> {
     if (this.#closed) return Promise.reject(this.#closed)
     if (signal.aborted) return Promise.reject(signal.reason)
     const channel = this.#room()
     if (channel) return Promise.resolve(build(channel))
     const { maxQueue, maxThreads, childrenPerWorker } = this.#settings
-    if (this.#waiting.length >= maxQueue) {
+    if (!moved && this.#waiting.length >= maxQueue) {
       return Promise.reject(
         new Error(
           `every slot is taken (${maxThreads} runners × ${childrenPerWorker} children) and pool.maxQueue (${maxQueue}) starts already wait for one: retry later, or raise pool.maxThreads, pool.childrenPerWorker or pool.maxQueue`,
         ),
       )
     }
+    const queue = moved ? this.#moving : this.#waiting
     return new Promise((resolve, reject) => {
       const onAbort = () => {
-        const index = this.#waiting.indexOf(waiter)
-        if (index >= 0) this.#waiting.splice(index, 1)
+        const index = queue.indexOf(waiter)
+        if (index >= 0) queue.splice(index, 1)
         reject(signal.reason)
       }
       const waiter: Waiter = {
@@ -96,14 +103,14 @@ export class RunnerPool {
         },
       }
       signal.addEventListener('abort', onAbort, { once: true })
-      this.#waiting.push(waiter)
+      queue.push(waiter)
     })
   }
 
   /** Stops every runner (their children end with `fault`) and refuses every waiting start. */
   async close(fault: Fault = { stopReason: 'aborted', diagnostic: 'the host was closed before the child finished' }): Promise<void> {
     this.#closed ??= new Error('the host was closed while the child waited for a slot')
-    for (const waiter of this.#waiting.splice(0)) waiter.fail(this.#closed)
+    for (const waiter of [...this.#moving.splice(0), ...this.#waiting.splice(0)]) waiter.fail(this.#closed)
     clearInterval(this.#tick)
     this.#tick = undefined
     const runners = [...this.#runners]
@@ -146,12 +153,13 @@ export class RunnerPool {
     while (!this.#closed && this.#runners.size < this.#settings.minThreads) this.#start()
   }
 
-  /** Gives freed room to the starts waiting for it, first come first served. */
+  /** Gives freed room to the moved children waiting for it, then to the starts, first come first served. */
   #wake(): void {
-    while (this.#waiting.length > 0 && !this.#closed) {
+    while (this.#moving.length + this.#waiting.length > 0 && !this.#closed) {
       const channel = this.#room()
       if (!channel) return
-      this.#waiting.shift()!.place(channel)
+      const next = this.#moving.shift() ?? this.#waiting.shift()!
+      next.place(channel)
     }
   }
 
