@@ -224,9 +224,12 @@ export class RunnerChannel {
     this.#ended = true
     this.outbox.close()
     const children = [...this.#children.values()]
+    // A runner that went of itself with one child on it was taken down by that child (a timer
+    // that throws after its tool returned, say): the crash is its own, and moving it would replay it.
+    const mates = movable && (culprit !== undefined || children.length > 1)
     for (const child of children) {
       if (culprit?.child === child) child.end(culprit.fault, false)
-      else child.end(fault, movable)
+      else child.end(fault, mates)
     }
     this.#dropping.clear()
   }
