@@ -32,7 +32,7 @@ const channels = {
 }
 
 /** What `subagent/end` says of how the run ended: what `child:end` repeats. */
-export type ChildOutcomeInfo = Pick<SubagentEndEvent, 'stopReason' | 'usage' | 'diagnostic'>
+export type ChildOutcomeInfo = Pick<SubagentEndEvent, 'stopReason' | 'usage' | 'totalUsage' | 'diagnostic'>
 
 /** What every message says of its child. */
 export interface ChildInfo {
@@ -62,6 +62,8 @@ export interface ChildEndMessage extends ChildInfo {
   endTime: number
   stopReason: SubagentEndEvent['stopReason']
   usage?: Usage
+  /** Own usage plus every descendant's, as `subagent/end` has it. */
+  totalUsage?: Usage
   diagnostic?: string
 }
 
@@ -164,13 +166,14 @@ export class ChildDiagnostics {
     if (channels.step.hasSubscribers || channels.tool.hasSubscribers) this.#interrupt(ended.stopReason === 'completed' ? undefined : ended.stopReason, now)
     this.#state = IDLE
     if (!channels.childEnd.hasSubscribers) return
-    const { stopReason, usage, diagnostic } = ended
+    const { stopReason, usage, totalUsage, diagnostic } = ended
     channels.childEnd.publish({
       ...this.#child(),
       startTime: this.#startTime,
       endTime: now,
       stopReason,
       ...(usage ? { usage } : {}),
+      ...(totalUsage ? { totalUsage } : {}),
       ...(diagnostic === undefined ? {} : { diagnostic }),
     } satisfies ChildEndMessage)
   }

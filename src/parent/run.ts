@@ -85,7 +85,7 @@ export class DelegationRun implements SubagentRun {
     this.result.finally(() => init.budget.end()).catch(() => {})
     this.result.then(
       (result) => this.#ended(result),
-      (error: unknown) => this.#ended({ output: [], stopReason: 'error', diagnostic: `the run failed: ${error instanceof Error ? error.message : String(error)}` }),
+      (error: unknown) => this.#ended(this.#withTotal({ output: [], stopReason: 'error', diagnostic: `the run failed: ${error instanceof Error ? error.message : String(error)}` })),
     )
   }
 
@@ -118,7 +118,7 @@ export class DelegationRun implements SubagentRun {
         result.stopReason = 'aborted'
         result.diagnostic = limitDiagnostic(this.#limit)
       }
-      return result
+      return this.#withTotal(result)
     } finally {
       this.#init.signal.removeEventListener('abort', this.#onAbort)
     }
@@ -145,6 +145,15 @@ export class DelegationRun implements SubagentRun {
     this.#init.record({ seq: events.length, type: 'turn/end', data: { reason } })
   }
 
+  /**
+   * The result with the tree's usage as the host metered it (its budget node): a descendant's
+   * counts because the host mirrored or served it, never because the child's runner claims it.
+   */
+  #withTotal(result: SubagentResult): SubagentResult {
+    const totalUsage = this.#init.budget.totalUsage()
+    return totalUsage ? { ...result, totalUsage } : result
+  }
+
   /** A limit was reached: the child is cancelled with its reason, through the ordinary path (grace, then stop). */
   #limitStop(reason: LimitReason): void {
     if (this.#cancelled) return
@@ -153,17 +162,21 @@ export class DelegationRun implements SubagentRun {
     this.#init.handle.cancel(reason)
   }
 
-  #ended({ output, stopReason, usage, diagnostic }: SubagentResult): void {
+  #ended({ output, stopReason, usage, totalUsage, diagnostic }: SubagentResult): void {
     const text = textOf(output)
+    const outcome = {
+      stopReason,
+      ...(usage ? { usage } : {}),
+      ...(totalUsage ? { totalUsage } : {}),
+      ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}),
+    }
     this.#hooks.lifecycle.emit('subagent/end', {
       ...this.#init.started,
-      stopReason,
+      ...outcome,
       ...(text ? { lastAssistantMessage: text } : {}),
       durationMs: performance.now() - this.#publishedAt,
-      ...(usage ? { usage } : {}),
-      ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}),
     })
-    this.#init.watch.settled({ stopReason, ...(usage ? { usage } : {}), ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}) })
+    this.#init.watch.settled(outcome)
   }
 
   async #dispose(): Promise<void> {
