@@ -7,7 +7,8 @@ import { textOf, type ContentBlock } from '../protocol/content.js'
 import type { SessionEvent, SessionHeader, TurnEndReason } from '../protocol/session.js'
 import { limitDiagnostic, type LimitReason } from '../agent/limit-stop.js'
 import type { Budget } from './budget.js'
-import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
+import type { ChildOutcomeInfo } from './diagnostics.js'
+import type { Lifecycle, SubagentEndEvent, SubagentStartEvent } from './lifecycle.js'
 import { diagnosticText, extractResult, type ChildOutcome } from './result.js'
 import type { EventsOptions } from './feed.js'
 import type { SessionWriter } from './store.js'
@@ -146,12 +147,13 @@ export class DelegationRun implements SubagentRun {
   }
 
   /**
-   * The result with the tree's usage as the host metered it (its budget node): a descendant's
+   * The result (a fresh object) given the tree's usage as the host metered it (its budget node): a descendant's
    * counts because the host mirrored or served it, never because the child's runner claims it.
    */
   #withTotal(result: SubagentResult): SubagentResult {
     const totalUsage = this.#init.budget.totalUsage()
-    return totalUsage ? { ...result, totalUsage } : result
+    if (totalUsage) result.totalUsage = totalUsage
+    return result
   }
 
   /** A limit was reached: the child is cancelled with its reason, through the ordinary path (grace, then stop). */
@@ -163,19 +165,17 @@ export class DelegationRun implements SubagentRun {
   }
 
   #ended({ output, stopReason, usage, totalUsage, diagnostic }: SubagentResult): void {
-    const text = textOf(output)
-    const outcome = {
-      stopReason,
-      ...(usage ? { usage } : {}),
-      ...(totalUsage ? { totalUsage } : {}),
-      ...(diagnostic !== undefined && stopReason !== 'completed' ? { diagnostic } : {}),
+    // Assigned, never `{ ...object, more }`: on Node 20 that copy costs about 10 µs (see diagnostics.ts).
+    const outcome: ChildOutcomeInfo = { stopReason }
+    if (usage) outcome.usage = usage
+    if (totalUsage) outcome.totalUsage = totalUsage
+    if (diagnostic !== undefined && stopReason !== 'completed') outcome.diagnostic = diagnostic
+    if (this.#hooks.lifecycle.listening('subagent/end')) {
+      const end: SubagentEndEvent = Object.assign({ durationMs: performance.now() - this.#publishedAt }, this.#init.started, outcome)
+      const text = textOf(output)
+      if (text) end.lastAssistantMessage = text
+      this.#hooks.lifecycle.emit('subagent/end', end)
     }
-    this.#hooks.lifecycle.emit('subagent/end', {
-      ...this.#init.started,
-      ...outcome,
-      ...(text ? { lastAssistantMessage: text } : {}),
-      durationMs: performance.now() - this.#publishedAt,
-    })
     this.#init.watch.settled(outcome)
   }
 
