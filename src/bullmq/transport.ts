@@ -22,12 +22,13 @@ import type { Redis } from 'ioredis'
 import type { ChildSpec } from '../protocol/child.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
 import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
-import { RemoteChild } from '../parent/remote-child.js'
+import { RemoteChild } from '../parent/runners/remote-child.js'
 import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportContext } from '../parent/transport.js'
 import type { Placement } from '../parent/types.js'
-import { NodeLink } from './node-link.js'
+import { NodeLink } from '../remote/node-link.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
-import { childJob, decode, DEFAULT_QUEUE, encode, hostChannel, nodeChannel, queueName, takesOf, validQueueName, type TakeMessage } from './wire.js'
+import { childJob, decode, encode, takesOf, type TakeMessage } from '../remote/envelope.js'
+import { DEFAULT_QUEUE, hostChannel, nodeChannel, queueName, validQueueName } from './names.js'
 
 export interface BullmqTransportOptions {
   /** Where Redis is: a `redis://` or `rediss://` URL, or ioredis options (credentials and TLS pass through). */

@@ -1,3 +1,4 @@
+/** Option errors and the checks every room of the host shares (settings, the driver, stores, the tools, the bullmq adapter). */
 import type { AgentOptions } from '../agent/view.js'
 
 /** A host option with a wrong value: names the option, the value and what it may be. */

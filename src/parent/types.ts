@@ -86,7 +86,7 @@ export interface HostProvider extends SubagentProvider {
   run<const S extends object = object>(request: SubagentStartRequest<S>): Promise<SubagentResult<StructuredOf<S>>>
 }
 
-/** The runners of the `worker` and `process` transports (worker threads or child processes). */
+/** The runners of the `worker` and `process` transports and of a node. */
 export interface PoolOptions {
   /** Runners kept started; default half the cores (at least 1). */
   minThreads?: number

@@ -3,7 +3,7 @@
  * (started by the host with `serialization: 'advanced'`, so frames cross as structured clones,
  * as between threads). The process lives only as long as that channel: when the host goes away,
  * for whatever reason, the channel closes and the process exits. One blocked in a synchronous
- * loop never hears that: the host's reaper (src/parent/reaper.ts) kills it instead.
+ * loop never hears that: the host's reaper (src/parent/runners/endpoints/reaper.ts) kills it instead.
  */
 import { Runner } from './runner.js'
 

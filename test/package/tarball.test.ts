@@ -16,7 +16,7 @@ const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CONSUMER = fileURLToPath(new URL('./consumer', import.meta.url))
 // What the consumer imports besides the package: its dependencies and the consumer's own.
-const LINKED = ['ajv', 'json-schema-to-ts', 'openai', 'piscina', 'zod', 'ai', '@modelcontextprotocol/sdk', '@types/node']
+const LINKED = ['ajv', 'json-schema-to-ts', 'openai', 'zod', 'ai', '@modelcontextprotocol/sdk', '@types/node']
 
 let project: string
 let unpacked: string

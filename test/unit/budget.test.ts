@@ -4,7 +4,7 @@
  * reports, and a runner that makes more steps than its bound is stopped.
  */
 import { describe, expect, it } from 'vitest'
-import { Budget, meteredModel } from '../../dist/parent/budget.js'
+import { Budget, meteredModel } from '../../dist/parent/driver/budget.js'
 import type { LimitReason } from '../../dist/agent/limit-stop.js'
 import type { Model, SessionEvent, StreamChunk } from 'subagent-worker'
 

@@ -5,9 +5,9 @@
  * node that speaks of a child it was not given.
  */
 import { describe, expect, it } from 'vitest'
-import { HostLink, type NodeMessage } from '../../dist/bullmq/host-link.js'
-import { NodeLink } from '../../dist/bullmq/node-link.js'
-import type { TakeMessage } from '../../dist/bullmq/wire.js'
+import { HostLink, type NodeMessage } from '../../dist/remote/host-link.js'
+import { NodeLink } from '../../dist/remote/node-link.js'
+import type { TakeMessage } from '../../dist/remote/envelope.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../../dist/protocol/messages.js'
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))

@@ -5,8 +5,8 @@
  * runner) with a protocol diagnostic; nothing hangs.
  */
 import { describe, expect, it } from 'vitest'
-import { RunnerChannel } from '../../dist/parent/channel.js'
-import { RemoteChild, RunnerLostError } from '../../dist/parent/remote-child.js'
+import { RunnerChannel } from '../../dist/parent/runners/channel.js'
+import { RemoteChild, RunnerLostError } from '../../dist/parent/runners/remote-child.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../../dist/protocol/messages.js'
 import { Runner } from '../../dist/worker/runner.js'
 import type { SessionEvent } from 'subagent-worker'

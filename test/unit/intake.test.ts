@@ -4,7 +4,7 @@
  * in order on later turns, and a runner that fills its share turn after turn is refused.
  */
 import { describe, expect, it } from 'vitest'
-import { FrameIntake } from '../../dist/parent/intake.js'
+import { FrameIntake } from '../../dist/parent/runners/intake.js'
 import { estimatedSize, RUNNER_BOUNDS } from '../../dist/protocol/bounds.js'
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))

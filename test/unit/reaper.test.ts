@@ -1,12 +1,12 @@
 /**
- * The reaper (src/parent/reaper-entry.ts) on its own: when its stdin ends it kills every runner
+ * The reaper (src/parent/runners/endpoints/reaper-entry.ts) on its own: when its stdin ends it kills every runner
  * still listed, and never one listed as exited (its pid may be another process's by then).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 
-const REAPER = fileURLToPath(new URL('../../dist/parent/reaper-entry.js', import.meta.url))
+const REAPER = fileURLToPath(new URL('../../dist/parent/runners/endpoints/reaper-entry.js', import.meta.url))
 const started: ChildProcess[] = []
 afterEach(() => {
   for (const child of started.splice(0)) child.kill('SIGKILL')

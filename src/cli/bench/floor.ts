@@ -4,10 +4,12 @@
  * (atomics disabled, same thread count), so a reader sees how much of a delegation's cost is
  * the thread hop itself. Measured lazily, once, whichever of S1-S3 asks first. For S5 the
  * floor is the same CPU work as bare tasks: what this machine's cores give in parallel.
+ * piscina is a dev dependency, loaded when the floor is first asked for: where it is not
+ * installed the floor is skipped (said once) and its figures are absent.
  */
 import { once } from 'node:events'
 import { MessageChannel } from 'node:worker_threads'
-import { Piscina } from 'piscina'
+import type { Piscina } from 'piscina'
 import { saturate } from './harness.js'
 import type { Plan } from './plan.js'
 import type { Progress } from './progress.js'
@@ -22,17 +24,32 @@ export interface FloorOptions {
   concurrentTasksPerWorker: number
 }
 
+/** Each figure is undefined where piscina is not installed. */
 export interface Floor {
   /** One task at a time: `run()` to the message back, in ms. */
-  latency(): Promise<Figure>
+  latency(): Promise<Figure | undefined>
   /** Tasks per second with `inFlight` outstanding. */
-  throughput(options: FloorOptions): Promise<Figure>
+  throughput(options: FloorOptions): Promise<Figure | undefined>
   /** Wall ms for `tasks` bare tasks of `iterations` of work each, all queued at once (the floor of S5). */
-  parallelWork(options: { threads: number; tasks: number; iterations: number; rounds: number }): Promise<Figure>
+  parallelWork(options: { threads: number; tasks: number; iterations: number; rounds: number }): Promise<Figure | undefined>
 }
 
-function floorPool(options: FloorOptions): Piscina {
-  return new Piscina({
+type PiscinaClass = typeof Piscina
+let loaded: Promise<PiscinaClass | undefined> | undefined
+
+function loadPiscina(): Promise<PiscinaClass | undefined> {
+  return (loaded ??= import('piscina').then(
+    (module) => module.Piscina,
+    (error: unknown) => {
+      if ((error as { code?: unknown } | null)?.code !== 'ERR_MODULE_NOT_FOUND') throw error
+      process.stderr.write('piscina is not installed (a dev dependency): the piscina floor was skipped\n')
+      return undefined
+    },
+  ))
+}
+
+function floorPool(Pool: PiscinaClass, options: FloorOptions): Piscina {
+  return new Pool({
     filename: FLOOR_WORKER.href,
     minThreads: options.threads,
     maxThreads: options.threads,
@@ -56,12 +73,19 @@ async function oneTask(pool: Piscina): Promise<number> {
 }
 
 export function createFloor(plan: Plan, threads: number, progress: Progress): Floor {
-  let latency: Promise<Figure> | undefined
-  let throughput: Promise<Figure> | undefined
+  let latency: Promise<Figure | undefined> | undefined
+  let throughput: Promise<Figure | undefined> | undefined
+  // A skipped floor still ends its unit of the progress bar.
+  const skipped = () => {
+    progress.advance(1)
+    return undefined
+  }
   return {
     latency: () =>
       (latency ??= (async () => {
-        const pool = floorPool({ threads, concurrentTasksPerWorker: 1 })
+        const Pool = await loadPiscina()
+        if (!Pool) return skipped()
+        const pool = floorPool(Pool, { threads, concurrentTasksPerWorker: 1 })
         try {
           const { warmup, samples } = plan.latency
           for (let i = 0; i < warmup; i++) await oneTask(pool)
@@ -75,7 +99,9 @@ export function createFloor(plan: Plan, threads: number, progress: Progress): Fl
       })()),
     throughput: (options) =>
       (throughput ??= (async () => {
-        const pool = floorPool(options)
+        const Pool = await loadPiscina()
+        if (!Pool) return skipped()
+        const pool = floorPool(Pool, options)
         try {
           const { warmup, total, inFlight, rounds } = plan.throughput
           await saturate(warmup, inFlight, () => oneTask(pool))
@@ -92,7 +118,9 @@ export function createFloor(plan: Plan, threads: number, progress: Progress): Fl
         }
       })()),
     async parallelWork({ threads, tasks, iterations, rounds }) {
-      const pool = floorPool({ threads, concurrentTasksPerWorker: 1 })
+      const Pool = await loadPiscina()
+      if (!Pool) return skipped()
+      const pool = floorPool(Pool, { threads, concurrentTasksPerWorker: 1 })
       const batch = async () => {
         const t0 = performance.now()
         await Promise.all(Array.from({ length: tasks }, () => pool.run({ iterations }, { name: 'burn' })))

@@ -89,7 +89,7 @@ export function describeUrl(url: string): string {
 
 async function load(): Promise<RemoteLibrary | string> {
   try {
-    const [bullmq, ioredis, transport, wire] = await Promise.all([import('bullmq'), import('ioredis'), import('../../bullmq/index.js'), import('../../bullmq/wire.js')])
+    const [bullmq, ioredis, transport, wire] = await Promise.all([import('bullmq'), import('ioredis'), import('../../bullmq/index.js'), import('../../bullmq/names.js')])
     const queueNames = (queue: string) => Array.from({ length: wire.QUEUE_DEPTHS }, (_, i) => wire.queueName(queue, i + 1))
     return { bullmq, Redis: ioredis.Redis, bullmqTransport: transport.bullmqTransport, queueNames }
   } catch (error) {

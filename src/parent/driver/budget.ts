@@ -1,0 +1,236 @@
+/**
+ * The host's budget tree (CONTRACT.md §11): one node per live agent (a top-level agent, a child),
+ * linked to its parent's. It keeps what each agent spent (its own steps and tokens, and its
+ * descendants' tokens: the per-tree usage rollup), its deadline, and enforces its limits whatever
+ * a runner does: a spent subtree is stopped as a whole, and a host-placed model call beyond a
+ * limit is refused.
+ *
+ * What counts as spent is what the host receives: the `assistant/message` events it mirrors (a
+ * module model's usage is what its runner reports), and for a host-placed model the usage chunks
+ * the host streamed itself. Of the two, the larger is taken, so a runner that reports less than
+ * the host served is not believed.
+ */
+import { limitReason, type LimitReason } from '../../agent/limit-stop.js'
+import type { Model } from '../../agent/model.js'
+import type { ChildLimits, SessionEvent, Usage } from '../../protocol/session.js'
+import { narrowest } from './limits.js'
+import { MAX_TIMER_MS } from '../options.js'
+
+/** What a budget stops when a limit is reached: the agent's running turn, cancelled with the reason. */
+export interface BudgetOwner {
+  stop(reason: LimitReason): void
+}
+
+/** What a new child's budget starts with: its effective limits, and the limit already spent above it. */
+export interface Inherited {
+  limits: ChildLimits
+  spent?: LimitReason
+}
+
+const zero = (): Usage => ({ inputTokens: 0, outputTokens: 0 })
+const tokens = (usage: Usage): number => usage.inputTokens + usage.outputTokens
+
+export class Budget {
+  readonly parent: Budget | undefined
+  readonly limits: ChildLimits
+  readonly #children = new Set<Budget>()
+  /** Tokens spent before this node existed (a resumed agent's earlier turns and their children). */
+  readonly #before: number
+  #owner: BudgetOwner | undefined
+  #deadline: number | undefined
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #reported = zero()
+  #served = zero()
+  #descendants = zero()
+  #reportedSteps = 0
+  #servedSteps = 0
+  #spent: LimitReason | undefined
+  /** Whether any usage was counted for this node or a descendant: `totalUsage` is absent until then. */
+  #counted = false
+
+  constructor(parent: Budget | undefined, limits: ChildLimits, spentBefore = 0) {
+    this.parent = parent
+    this.limits = limits
+    this.#before = spentBefore
+    if (parent) parent.#children.add(this)
+  }
+
+  /**
+   * The effective limits of a child of `parent`: the smallest of the request's, the host's
+   * default and what remains of each ancestor's (its time and tokens; its step bound, since a
+   * child's steps are its own). Nothing is widened.
+   */
+  static inherit(parent: Budget | undefined, ...given: Array<ChildLimits | undefined>): Inherited {
+    const remaining: ChildLimits[] = []
+    let spent: LimitReason | undefined
+    for (let node = parent; node; node = node.parent) {
+      spent ??= node.#spent
+      const { timeoutMs, maxSteps, maxTotalTokens } = node.limits
+      const left: ChildLimits = {}
+      if (maxSteps !== undefined) left.maxSteps = maxSteps
+      if (timeoutMs !== undefined && node.#deadline !== undefined) {
+        const ms = Math.ceil(node.#deadline - performance.now())
+        if (ms >= 1) left.timeoutMs = ms
+        else spent ??= limitReason('timeoutMs', timeoutMs)
+      }
+      if (maxTotalTokens !== undefined) {
+        const tokensLeft = maxTotalTokens - node.#total()
+        if (tokensLeft >= 1) left.maxTotalTokens = tokensLeft
+        else spent ??= limitReason('maxTotalTokens', maxTotalTokens)
+      }
+      remaining.push(left)
+    }
+    const limits = narrowest(...given, ...remaining)
+    return spent ? { limits, spent } : { limits }
+  }
+
+  /** The agent runs from now: its deadline starts, and limits reached stop it through `owner`. */
+  begin(owner: BudgetOwner, options: { unref?: boolean } = {}): void {
+    this.#owner = owner
+    const { timeoutMs } = this.limits
+    if (timeoutMs === undefined) return
+    this.#deadline = performance.now() + timeoutMs
+    // A timer fires at once beyond MAX_TIMER_MS: a longer deadline is waited for in parts.
+    const arm = (ms: number) => {
+      this.#timer = setTimeout(() => (ms > MAX_TIMER_MS ? arm(ms - MAX_TIMER_MS) : this.#exhaust(limitReason('timeoutMs', timeoutMs))), Math.min(ms, MAX_TIMER_MS))
+      // A top-level agent's deadline must not hold the process open while it sits idle.
+      if (options.unref) this.#timer.unref()
+    }
+    arm(timeoutMs)
+  }
+
+  /** The agent is done: nothing of it is stopped any more (what it spent still counts above it). */
+  end(): void {
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#owner = undefined
+    if (this.parent) this.parent.#children.delete(this)
+  }
+
+  /** Counts one event the host received of this agent. */
+  observe(event: SessionEvent): void {
+    // maxSteps bounds a turn. (A one-shot child has one; a runner that invents turns to reset
+    // this count still meets the host's own count of the host-placed requests it served.)
+    if (event.type === 'turn/start') this.#reportedSteps = 0
+    if (event.type !== 'assistant/message') return
+    this.#reportedSteps++
+    const { maxSteps } = this.limits
+    // The runner made a request beyond its bound (its own loop stops before it): stop it.
+    if (maxSteps !== undefined && this.#reportedSteps > maxSteps) this.#owner?.stop(limitReason('maxSteps', maxSteps))
+    const usage = counted((event.data as { usage?: Usage }).usage)
+    if (usage) this.#spend(() => void (this.#reported = add(this.#reported, usage)))
+  }
+
+  /** Why no further model request may be made now, if none may. */
+  refusal(): LimitReason | undefined {
+    for (let node: Budget | undefined = this; node; node = node.parent) {
+      if (node.#spent) return node.#spent
+    }
+    return undefined
+  }
+
+  /** Admits one host-placed model request, or says which limit refuses it (and stops the agent). */
+  admit(): LimitReason | undefined {
+    let refused = this.refusal()
+    const { maxSteps } = this.limits
+    if (!refused && maxSteps !== undefined && this.#servedSteps >= maxSteps) refused = limitReason('maxSteps', maxSteps)
+    if (refused) {
+      this.#owner?.stop(refused)
+      return refused
+    }
+    this.#servedSteps++
+    return undefined
+  }
+
+  /** A host-placed model's step usage, as the host streamed it. */
+  served(usage: Usage): void {
+    this.#spend(() => void (this.#served = add(this.#served, usage)))
+  }
+
+  /**
+   * Own usage plus every descendant's, as the host counted it (what `totalUsage` reports): a
+   * descendant counts because the host metered it, never because a runner said so. Absent while
+   * nothing in the tree reported any usage.
+   */
+  totalUsage(): Usage | undefined {
+    return this.#counted ? this.#tree() : undefined
+  }
+
+  #tree(): Usage {
+    return add(this.#own(), this.#descendants)
+  }
+
+  #own(): Usage {
+    return tokens(this.#served) > tokens(this.#reported) ? this.#served : this.#reported
+  }
+
+  #total(): number {
+    return this.#before + tokens(this.#tree())
+  }
+
+  /** Applies a change to this node's own usage, rolls it up the tree, and stops every subtree now over its budget. */
+  #spend(change: () => void): void {
+    const before = this.#own()
+    change()
+    for (let node: Budget | undefined = this; node && !node.#counted; node = node.parent) node.#counted = true
+    const after = this.#own()
+    const delta = { inputTokens: after.inputTokens - before.inputTokens, outputTokens: after.outputTokens - before.outputTokens }
+    if (delta.inputTokens === 0 && delta.outputTokens === 0) return
+    for (let node = this.parent; node; node = node.parent) node.#descendants = add(node.#descendants, delta)
+    // The outermost spent budget wins: its reason stops the widest subtree.
+    let over: { node: Budget; value: number } | undefined
+    for (let node: Budget | undefined = this; node; node = node.parent) {
+      const { maxTotalTokens } = node.limits
+      if (maxTotalTokens !== undefined && node.#total() >= maxTotalTokens) over = { node, value: maxTotalTokens }
+    }
+    if (over) over.node.#exhaust(limitReason('maxTotalTokens', over.value))
+  }
+
+  /** A limit of this node is spent: nothing below it makes another request, and what runs is stopped. */
+  #exhaust(reason: LimitReason): void {
+    if (this.#spent) return
+    const stopping: Budget[] = []
+    const mark = (node: Budget) => {
+      node.#spent ??= reason
+      stopping.push(node)
+      for (const child of node.#children) mark(child)
+    }
+    mark(this)
+    for (const node of stopping) node.#owner?.stop(reason)
+  }
+}
+
+/** Usage as counted: a negative or non-finite count (a runner's or a model's) counts as none. */
+function counted(usage: Usage | undefined): Usage | undefined {
+  if (!usage) return undefined
+  const count = (n: number) => (Number.isFinite(n) && n > 0 ? Math.ceil(n) : 0)
+  return { inputTokens: count(usage.inputTokens), outputTokens: count(usage.outputTokens) }
+}
+
+function add(a: Usage, b: Usage): Usage {
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens }
+}
+
+/**
+ * A host-placed model as one child reaches it: each request is admitted by the child's budget
+ * first, and the usage the host streams is counted by the host itself.
+ */
+export function meteredModel(model: Model, budget: Budget): Model {
+  return {
+    async *stream(request) {
+      const refused = budget.admit()
+      if (refused) throw new Error(`the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
+      let usage: Usage | undefined
+      try {
+        for await (const chunk of model.stream(request)) {
+          // The loop keeps a step's last usage chunk; so does the count.
+          if (chunk?.type === 'usage') usage = { inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens }
+          yield chunk
+        }
+      } finally {
+        const spent = counted(usage)
+        if (spent) budget.served(spent)
+      }
+    },
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * A published delegation: drives the child's one turn, turns the parent's abort into a cancel,
+ * extracts the result, and tears the child down on dispose (CONTRACT.md §2).
+ */
+import type { AgentOptions, AgentView } from '../../agent/view.js'
+import { textOf, type ContentBlock } from '../../protocol/content.js'
+import type { SessionEvent, SessionHeader, TurnEndReason } from '../../protocol/session.js'
+import { limitDiagnostic, type LimitReason } from '../../agent/limit-stop.js'
+import type { Budget } from './budget.js'
+import type { ChildOutcomeInfo } from './diagnostics.js'
+import type { Lifecycle, SubagentEndEvent, SubagentStartEvent } from './lifecycle.js'
+import { diagnosticText, extractResult } from './result.js'
+import type { EventsOptions } from './feed.js'
+import type { SessionWriter } from './stores/store.js'
+import type { ChildHandle, ChildOutcome } from '../transport.js'
+import type { SubagentResult, SubagentRun } from '../types.js'
+import type { ChildWatch, Mirror } from './watch.js'
+
+export interface RunHooks {
+  lifecycle: Lifecycle
+  /** Stops the background jobs the child started: nobody could collect them once it is gone. */
+  endJobsOf(id: string): Promise<void>
+  /** Removes the child from `host.agents` and stops tracking the run. */
+  retire(run: DelegationRun): void
+}
+
+export interface RunInit {
+  /** What `subagent/start` said of the run; `subagent/end` repeats it. */
+  started: SubagentStartEvent
+  handle: ChildHandle
+  mirror: Mirror
+  /** The mirror's readers and listeners: told when the run has settled. */
+  watch: ChildWatch
+  /** Appends an event to the child's record (the mirror and the store), as if the child had. */
+  record(event: SessionEvent): void
+  writer: SessionWriter
+  prompt: ContentBlock[]
+  signal: AbortSignal
+  structuredRequested: boolean
+  seedLength: number
+  options: AgentOptions
+  /** The child's node in the host's budget tree: its deadline, steps and tokens (CONTRACT.md §11). */
+  budget: Budget
+  /** A limit an ancestor had already spent when the child was published: it never runs. */
+  spent?: LimitReason
+}
+
+export class DelegationRun implements SubagentRun {
+  readonly id: string
+  readonly result: Promise<SubagentResult>
+  readonly #init: RunInit
+  readonly #hooks: RunHooks
+  #cancelled = false
+  /** The limit the host stopped the child for, when it did (first cancel wins, as in the child's turn). */
+  #limit: LimitReason | undefined
+  #disposal: Promise<void> | undefined
+  readonly #publishedAt = performance.now()
+  readonly #onAbort = () => {
+    this.#cancelled = true
+    this.#init.handle.cancel(cancelReason(this.#init.signal))
+  }
+
+  /** Call right after publication and the `subagent/start` event. */
+  constructor(init: RunInit, hooks: RunHooks) {
+    this.#init = init
+    this.#hooks = hooks
+    this.id = init.mirror.id
+    const { signal } = init
+    // The hand-off gap: an abort that landed after publication, before this listener existed,
+    // must not reject start(); the child never runs and the run reports `aborted`. So does a child
+    // whose ancestors' budget was already spent.
+    if (signal.aborted || init.spent) {
+      this.#cancelled = true
+      this.#limit = signal.aborted ? undefined : init.spent
+      this.result = Promise.resolve(this.#limit ? { output: [], stopReason: 'aborted', diagnostic: limitDiagnostic(this.#limit) } : { output: [], stopReason: 'aborted' })
+    } else {
+      signal.addEventListener('abort', this.#onAbort, { once: true })
+      init.budget.begin({ stop: (reason) => this.#limitStop(reason) })
+      this.result = this.#drive()
+    }
+    this.result.finally(() => init.budget.end()).catch(() => {})
+    this.result.then(
+      (result) => this.#ended(result),
+      (error: unknown) => this.#ended(this.#withTotal({ output: [], stopReason: 'error', diagnostic: `the run failed: ${error instanceof Error ? error.message : String(error)}` })),
+    )
+  }
+
+  dispose(): Promise<void> {
+    return (this.#disposal ??= this.#dispose())
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose()
+  }
+
+  /** The child's events from the host's copy, recorded then live, until the run has settled (§12). */
+  events(options?: EventsOptions): AsyncIterable<SessionEvent> {
+    return this.#init.watch.events(options)
+  }
+
+  async #drive(): Promise<SubagentResult> {
+    const { handle, mirror, prompt, seedLength, structuredRequested, options } = this.#init
+    try {
+      const outcome = await handle.run(prompt)
+      if (outcome.fault) this.#closeTurn(outcome.fault)
+      const result = extractResult(mirror.session.events, outcome, {
+        seedLength,
+        cancelled: this.#cancelled,
+        structuredRequested,
+        ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+      })
+      // The host's own account of a limit stop, whatever the child recorded (or failed to, if its runner was stopped).
+      if (this.#limit && result.stopReason !== 'completed') {
+        result.stopReason = 'aborted'
+        result.diagnostic = limitDiagnostic(this.#limit)
+      }
+      return this.#withTotal(result)
+    } finally {
+      this.#init.signal.removeEventListener('abort', this.#onAbort)
+    }
+  }
+
+  /**
+   * A child whose runner died (crashed, or terminated after the grace) never recorded the end of
+   * its turn: the host records it, with the diagnostic, so the transcript on disk says what the
+   * result says.
+   */
+  #closeTurn(fault: NonNullable<ChildOutcome['fault']>): void {
+    const { events } = this.#init.mirror.session
+    let turn = events.length - 1
+    while (turn >= this.#init.seedLength && events[turn]!.type !== 'turn/start' && events[turn]!.type !== 'turn/end') turn--
+    if (turn < this.#init.seedLength || events[turn]!.type !== 'turn/start') return
+    const diagnostic = diagnosticText(fault.diagnostic)
+    // A child stopped for a limit records the limit's reason, as a cooperative stop would have,
+    // however its runner went after the cancel (the grace, or a liveness check that came first).
+    const reason: TurnEndReason = this.#limit
+      ? { kind: 'aborted', reason: this.#limit }
+      : fault.stopReason === 'aborted'
+        ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } }
+        : { kind: 'error', message: diagnostic }
+    this.#init.record({ seq: events.length, type: 'turn/end', data: { reason } })
+  }
+
+  /**
+   * The result (a fresh object) given the tree's usage as the host metered it (its budget node): a descendant's
+   * counts because the host mirrored or served it, never because the child's runner claims it.
+   */
+  #withTotal(result: SubagentResult): SubagentResult {
+    const totalUsage = this.#init.budget.totalUsage()
+    if (totalUsage) result.totalUsage = totalUsage
+    return result
+  }
+
+  /** A limit was reached: the child is cancelled with its reason, through the ordinary path (grace, then stop). */
+  #limitStop(reason: LimitReason): void {
+    if (this.#cancelled) return
+    this.#cancelled = true
+    this.#limit = reason
+    this.#init.handle.cancel(reason)
+  }
+
+  #ended({ output, stopReason, usage, totalUsage, diagnostic }: SubagentResult): void {
+    // Assigned, never `{ ...object, more }`: on Node 20 that copy costs about 10 µs (see diagnostics.ts).
+    const outcome: ChildOutcomeInfo = { stopReason }
+    if (usage) outcome.usage = usage
+    if (totalUsage) outcome.totalUsage = totalUsage
+    if (diagnostic !== undefined && stopReason !== 'completed') outcome.diagnostic = diagnostic
+    if (this.#hooks.lifecycle.listening('subagent/end')) {
+      const end: SubagentEndEvent = Object.assign({ durationMs: performance.now() - this.#publishedAt }, this.#init.started, outcome)
+      const text = textOf(output)
+      if (text) end.lastAssistantMessage = text
+      this.#hooks.lifecycle.emit('subagent/end', end)
+    }
+    this.#init.watch.settled(outcome)
+  }
+
+  async #dispose(): Promise<void> {
+    const { signal, handle } = this.#init
+    signal.removeEventListener('abort', this.#onAbort)
+    this.#cancelled = true
+    handle.cancel({ kind: 'disposed' })
+    // The result's fault stays on `result`; dispose reports only a failed release, after both settled.
+    const [, teardown] = await Promise.allSettled([this.result, this.#teardown()])
+    if (teardown.status === 'rejected') throw teardown.reason
+  }
+
+  async #teardown(): Promise<void> {
+    await this.result.catch(() => {})
+    await this.#hooks.endJobsOf(this.id)
+    try {
+      await this.#init.handle.release()
+    } catch (error) {
+      throw new Error(`releasing subagent ${this.id} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    } finally {
+      this.#hooks.retire(this)
+    }
+    await this.#init.writer.close()
+  }
+}
+
+/**
+ * The reason a parent's abort cancels its child with: the caller's own, unchanged, when it gave
+ * one; `{ kind: 'parent' }` for a plain `abort()` (whose reason is the default AbortError).
+ */
+function cancelReason(signal: AbortSignal): unknown {
+  const { reason } = signal
+  return reason instanceof DOMException && reason.name === 'AbortError' ? { kind: 'parent' } : reason
+}

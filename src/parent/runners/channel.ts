@@ -1,0 +1,255 @@
+/**
+ * The host's end of one channel to a runner, on the host or a link to a node (src/remote): the frames in both
+ * directions, the version handshake, and the children placed on that runner. Wire-agnostic: the
+ * owner gives it a `send(frame)`, feeds it each frame received, and ends it once the runner is
+ * gone.
+ *
+ * A frame is checked once, whole, at the boundary; only when it fails is each message checked
+ * alone, to blame the child it is about. A message may address only the children placed on this
+ * runner: anything else means the runner cannot be trusted, and it is stopped. Frames enter
+ * through a bounded intake (intake.ts), so what one runner sends cannot hold the host's loop.
+ */
+import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../../protocol/messages.js'
+import { fromWireError } from '../../protocol/error.js'
+import { Outbox } from '../../protocol/outbox.js'
+import { isRunnerFrame, isRunnerMessage } from '../../protocol/validators.js'
+import { describeShape, messageOf } from '../../protocol/values.js'
+import { FrameIntake } from './intake.js'
+import type { ChildOutcome } from '../transport.js'
+
+/** Why a child ended when its runner did. */
+export type Fault = NonNullable<ChildOutcome['fault']>
+
+/** What the channel needs of each child placed on its runner. */
+export interface ChannelChild {
+  readonly id: string
+  /** Running its turn and not asked to stop: its runner may legitimately be too busy to answer. */
+  readonly busy: boolean
+  receive(message: Extract<RunnerMessage, { child: string }>): void
+  /** The exchange about this child broke; `what` says how. */
+  broken(what: string): void
+  /** The runner is gone. */
+  end(fault: Fault): void
+}
+
+/** What kind of runner a channel leads to, as diagnostics name it. */
+export interface RunnerKind {
+  /** 'worker thread', 'child process' */
+  noun: string
+  /** What stopping one does to it: 'terminated', 'killed'. */
+  ended: string
+}
+
+export interface ChannelOptions {
+  kind: RunnerKind
+  /** Names the runner in diagnostics, e.g. "worker thread 7". */
+  label: string
+  config: RunnerConfig
+  /** Sends one frame; throws when a message cannot be encoded. */
+  send(frame: HostMessage[]): void
+  /** Stops the runner for good; its owner calls `end` once it is gone. */
+  kill(fault: Fault, culprit?: Culprit): void
+  /** The runner reports an uncaught error that is about to end it. */
+  crashed(error: Error): void
+  /** A child arrived or left: the runner's load changed. */
+  changed(): void
+  /** Stops (true) or resumes (false) delivery of frames, where the wire can: the host reads a runner's frames at its own pace. */
+  pause?(paused: boolean): void
+  /** Drops, unread, whatever the runner still sends: it broke the protocol. */
+  discard?(): void
+}
+
+/** The child a runner is stopped on account of, and what it is told; the others share the runner's fault. */
+export interface Culprit {
+  child: ChannelChild
+  fault: Fault
+}
+
+export class RunnerChannel {
+  readonly kind: RunnerKind
+  readonly label: string
+  /** What every child on this runner shares: the host's, not the runner's, word on it. */
+  readonly config: RunnerConfig
+  readonly outbox: Outbox<HostMessage>
+  readonly #options: ChannelOptions
+  readonly #children = new Map<string, ChannelChild>()
+  /** Children told to drop, whose runner has not confirmed yet: their late messages are expected. */
+  readonly #dropping = new Set<string>()
+  /** The runner said hello in a version this host speaks. */
+  #greeted = false
+  /** The runner loaded its agent module and answers promptly from now on. */
+  #ready = false
+  /** The runner broke the protocol: nothing more it sends is read. */
+  #distrusted = false
+  #ended = false
+  /** When the unanswered ping was sent (performance.now()), if one is. */
+  #pingedAt: number | undefined
+  #pings = 0
+  /** The last ping answered: a pong answers a later ping that was sent (one may be lost on the way, as over Redis), never one twice. */
+  #ponged = 0
+  readonly #intake: FrameIntake
+  /** When the last child left (performance.now()). */
+  #idleSince = performance.now()
+
+  constructor(options: ChannelOptions) {
+    this.kind = options.kind
+    this.label = options.label
+    this.config = options.config
+    this.#options = options
+    this.outbox = new Outbox<HostMessage>({
+      send: options.send,
+      ownerOf: childOf,
+      unsendable: (message, error) => {
+        const child = this.#children.get(childOf(message) ?? '')
+        child?.broken(`a '${message.type}' message for it could not be sent to the ${this.label}: ${messageOf(error)}`)
+      },
+    })
+    this.#intake = new FrameIntake({
+      read: (frame) => this.#read(frame),
+      violation: (what) => this.violation(what),
+      ...(options.pause ? { pause: options.pause } : {}),
+    })
+    this.outbox.push({ type: 'welcome', v: PROTOCOL_VERSION, config: options.config })
+  }
+
+  /** Whether the runner ever answered: one that dies before that will not start either if tried again. */
+  get greeted(): boolean {
+    return this.#greeted
+  }
+
+  /** Children holding a slot on this runner. */
+  get load(): number {
+    return this.#children.size
+  }
+
+  /** Whether the runner's silence means it is stuck: it is ready, and no child of it is running. */
+  get judgeable(): boolean {
+    if (!this.#ready) return false
+    for (const child of this.#children.values()) if (child.busy) return false
+    return true
+  }
+
+  get idleSince(): number | undefined {
+    return this.#children.size === 0 ? this.#idleSince : undefined
+  }
+
+  /** How long the runner has left a ping unanswered, in ms (0 when none is outstanding). */
+  silentFor(now: number): number {
+    return this.#pingedAt === undefined ? 0 : now - this.#pingedAt
+  }
+
+  ping(now: number): void {
+    if (this.#pingedAt !== undefined || this.#ended) return
+    this.#pingedAt = now
+    this.outbox.push({ type: 'ping', n: ++this.#pings })
+  }
+
+  adopt(child: ChannelChild): void {
+    this.#children.set(child.id, child)
+    this.#options.changed()
+  }
+
+  send(message: HostMessage): void {
+    if (!this.#ended) this.outbox.push(message)
+  }
+
+  /** A child left; `drop`: the runner still holds it and must be told to let it go. */
+  part(child: ChannelChild, drop: boolean): void {
+    if (this.#children.get(child.id) !== child) return
+    this.#children.delete(child.id)
+    if (this.#children.size === 0) this.#idleSince = performance.now()
+    if (drop && !this.#ended) {
+      this.#dropping.add(child.id)
+      this.outbox.push({ type: 'drop', child: child.id })
+    }
+    this.#options.changed()
+  }
+
+  kill(fault: Fault, culprit?: Culprit): void {
+    this.#options.kill(fault, culprit)
+  }
+
+  receive(frame: unknown): void {
+    if (this.#ended || this.#distrusted) return
+    this.#pingedAt = undefined
+    this.#intake.accept(frame)
+  }
+
+  /** The runner broke the protocol in a way no single child accounts for: it cannot be trusted. */
+  violation(what: string): void {
+    if (this.#distrusted) return
+    this.#distrusted = true
+    this.#intake.close()
+    this.#options.discard?.()
+    this.kill({ stopReason: 'error', diagnostic: `protocol error: the ${this.label} sent ${what}, so it was stopped` })
+  }
+
+  /** One frame, in its turn: checked whole, and only when that fails message by message. */
+  #read(frame: unknown): void {
+    if (this.#ended || this.#distrusted) return
+    if (isRunnerFrame(frame)) {
+      for (const message of frame) if (!this.#ended && !this.#distrusted) this.#dispatch(message)
+      return
+    }
+    if (!Array.isArray(frame) || frame.length === 0) return this.violation(`a malformed frame ${describeShape(frame)}`)
+    for (const message of frame as unknown[]) {
+      if (this.#ended || this.#distrusted) return
+      if (isRunnerMessage(message)) {
+        this.#dispatch(message)
+        continue
+      }
+      const what = `a malformed or unknown message ${describeShape(message)}: ${isRunnerMessage.explain(message, 'message')}`
+      const child = this.#children.get(childOf(message) ?? '')
+      if (child) child.broken(`the ${this.label} sent ${what}`)
+      else this.violation(what)
+    }
+  }
+
+  /** The runner is gone: every child still on it ends with `fault` (the culprit with its own). */
+  end(fault: Fault, culprit?: Culprit): void {
+    if (this.#ended) return
+    if (!this.#distrusted) this.#intake.drain()
+    this.#intake.close()
+    this.#ended = true
+    this.outbox.close()
+    const children = [...this.#children.values()]
+    for (const child of children) child.end(culprit?.child === child ? culprit.fault : fault)
+    this.#dropping.clear()
+  }
+
+  #dispatch(message: RunnerMessage): void {
+    switch (message.type) {
+      case 'hello':
+        if (message.v !== PROTOCOL_VERSION) {
+          return this.kill({
+            stopReason: 'error',
+            diagnostic: `the ${this.label} speaks frame protocol v${message.v} but this host speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`,
+          })
+        }
+        this.#greeted = true
+        return
+      case 'fatal':
+        return this.kill({ stopReason: 'error', diagnostic: `the ${this.label} gave up on its channel: ${message.error.message}` })
+      case 'crashed':
+        return this.#options.crashed(fromWireError(message.error))
+      case 'ready':
+        this.#ready = true
+        return
+      case 'pong':
+        if (message.n <= this.#ponged || message.n > this.#pings) {
+          return this.violation(`an unsolicited pong (${message.n}, after ${this.#pings} pings of which ${this.#ponged} were answered)`)
+        }
+        this.#ponged = message.n
+        return
+      default: {
+        const child = this.#children.get(message.child)
+        if (child) return child.receive(message)
+        if (this.#dropping.has(message.child)) {
+          if (message.type === 'dropped') this.#dropping.delete(message.child)
+          return
+        }
+        this.violation(`a '${message.type}' message for a child it does not host`)
+      }
+    }
+  }
+}

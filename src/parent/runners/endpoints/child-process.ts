@@ -1,0 +1,82 @@
+/**
+ * A runner in a child process, under Node's permission model (see sandbox.ts). The process talks
+ * over its IPC channel with `serialization: 'advanced'`, so frames cross as structured clones, as
+ * between threads. Its 'close' event comes only after the IPC channel has closed, so every frame
+ * it sent has been delivered by then: that is when its children are settled.
+ */
+import { fork } from 'node:child_process'
+import type { Socket } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { messageOf } from '../../../protocol/values.js'
+import type { Fault, RunnerKind } from '../channel.js'
+import { forgetRunner, watchRunner } from './reaper.js'
+import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
+
+const ENTRY = fileURLToPath(new URL('../../../worker/process-entry.js', import.meta.url))
+
+const KIND: RunnerKind = { noun: 'child process', ended: 'killed' }
+
+/** The end of the process's stderr kept to name an out-of-memory death (V8 says so there). */
+const STDERR_TAIL_BYTES = 2048
+
+export interface ProcessSettings {
+  /** The process's whole environment (never the host's). */
+  env: Record<string, string>
+  /** Node flags: the permission model's and the heap caps. */
+  execArgv: string[]
+}
+
+export function openChildProcess(settings: ProcessSettings, events: EndpointEvents): Endpoint {
+  const child = fork(ENTRY, [], { env: settings.env, execArgv: settings.execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
+  const pid = child.pid
+  if (pid !== undefined) {
+    // Killed with the host even while blocked in a synchronous loop (see reaper.ts).
+    watchRunner(pid)
+    child.once('exit', () => forgetRunner(pid))
+  }
+  let tail = ''
+  child.stderr?.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk) // the child's own output is the user's: pass it on
+    tail = (tail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES)
+  })
+  child.on('message', events.frame)
+  child.on('error', (error) => {
+    // The process could not be started: no 'close' will follow. (A failed send is followed by one.)
+    if (child.pid === undefined) {
+      events.crashed(error)
+      events.exited({ code: undefined })
+    }
+  })
+  child.on('close', (code, signal) => events.exited({ code: code ?? undefined, ...(signal ? { signal } : {}) }))
+  const hold = (held: boolean) => {
+    // A piped stdio stream is a socket, though typed as a plain stream.
+    for (const handle of [child, child.channel, child.stderr as Socket | null]) {
+      if (held) handle?.ref()
+      else handle?.unref()
+    }
+  }
+  // An idle process never keeps the host alive; one with children does.
+  hold(false)
+  return {
+    kind: KIND,
+    label: `child process ${child.pid ?? '(not started)'}`,
+    send(frame) {
+      // A process going away drops what is sent to it; its 'close' settles its children.
+      if (child.connected) child.send(frame)
+    },
+    terminate: () => void child.kill('SIGKILL'),
+    hold,
+    faultOf: (exit, crash) => faultOf(exit, crash, tail),
+  }
+}
+
+/** Names the cause of a process's end: an uncaught error, the heap cap, a signal or an exit code. */
+function faultOf(exit: Exit, crash: Error | undefined, stderr: string): Fault {
+  if (crash) return { stopReason: 'error', diagnostic: `the child's process crashed with an uncaught ${crash.name}: ${messageOf(crash)}` }
+  if (/heap limit|heap out of memory/i.test(stderr)) {
+    return { stopReason: 'error', diagnostic: "the child's process ran out of memory (its heap cap, pool.resourceLimits.maxOldGenerationSizeMb, was reached)" }
+  }
+  if (exit.signal) return { stopReason: 'error', diagnostic: `the child's process was ended by ${exit.signal}` }
+  const how = exit.code === undefined ? '' : ` with code ${exit.code}`
+  return { stopReason: 'error', diagnostic: `the child's process exited${how} (process.exit was called in it)` }
+}

@@ -1,0 +1,41 @@
+/** The inline transport: the child's loop runs in the host's thread, no runner. The reference for every other transport. */
+import { composeChild, type ChildSpec } from '../../agent/child.js'
+import type { AgentEnvironment } from '../../agent/loop.js'
+import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
+
+export class InlineTransport implements ChildTransport {
+  readonly local = true
+  readonly #env: () => AgentEnvironment
+  readonly #persona: string | undefined
+
+  /** `env` gives each child the host's models and tools as they are at its creation. */
+  constructor(env: () => AgentEnvironment, persona: string | undefined) {
+    this.#env = env
+    this.#persona = persona
+  }
+
+  async create(spec: ChildSpec, mirror: ChildMirror): Promise<ChildHandle> {
+    const { agent, structured } = composeChild(spec, this.#env(), this.#persona, mirror.view)
+    agent.session.onAppend((event) => mirror.append(event))
+    return {
+      async rollback() {
+        agent.session.onAppend(undefined)
+      },
+      async run(prompt) {
+        agent.followup(prompt, { kind: 'parent' })
+        await agent.whenIdle()
+        return structured?.captured ? { structured: { value: structured.value } } : {}
+      },
+      cancel(reason) {
+        agent.cancel(reason)
+      },
+      async release() {
+        agent.cancel({ kind: 'disposed' })
+        await agent.whenIdle()
+        agent.session.onAppend(undefined)
+      },
+    }
+  }
+
+  async close(): Promise<void> {}
+}

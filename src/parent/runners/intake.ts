@@ -1,0 +1,131 @@
+/**
+ * Where frames from one runner enter the host, bounded (see RUNNER_BOUNDS). A frame too long or
+ * too large is refused before it is read. The host reads at most `turnMessages` messages or
+ * `turnFrames` frames of one runner per event-loop turn: then its endpoint stops delivering until the next turn, where it
+ * can (a worker thread's port), and later frames wait in order where it cannot (a pipe that has
+ * already been read). A runner that fills its share `fullTurns` turns in a row, or whose frames
+ * waiting pass `backlogMessages`, sends faster than the host can read, and is refused. So a
+ * runner that floods its channel neither holds the host's loop nor fills its memory for long.
+ * Wire-agnostic, like the channel that owns it.
+ */
+import { estimatedSize, RUNNER_BOUNDS } from '../../protocol/bounds.js'
+
+export interface IntakeOptions {
+  /** Reads one frame (checks it and dispatches its messages). */
+  read(frame: unknown): void
+  /** The runner went past a bound; `what` says which, as "the runner sent <what>". */
+  violation(what: string): void
+  /** Stops (true) or resumes (false) delivery of frames, where the endpoint can. */
+  pause?(paused: boolean): void
+}
+
+/** Open: frames are read as they come. Full: this turn's share is read, later frames wait. Closed: nothing more is read. */
+type State = 'open' | 'full' | 'closed'
+
+export class FrameIntake {
+  readonly #options: IntakeOptions
+  #state: State = 'open'
+  readonly #waiting: unknown[] = []
+  #waitingMessages = 0
+  /** Messages and frames read in this event-loop turn. */
+  #readThisTurn = 0
+  #framesThisTurn = 0
+  /** Turns in a row that ended with the share read. */
+  #fullTurns = 0
+  #turnEnd: NodeJS.Immediate | undefined
+
+  constructor(options: IntakeOptions) {
+    this.#options = options
+  }
+
+  accept(frame: unknown): void {
+    if (this.#state === 'closed') return
+    const refused = refusal(frame)
+    if (refused) return this.#refuse(refused)
+    if (this.#state === 'open') return this.#read(frame)
+    if (this.#waitingMessages + sizeOf(frame) > RUNNER_BOUNDS.backlogMessages) {
+      return this.#refuse(`frames faster than the host can read them (more than ${RUNNER_BOUNDS.backlogMessages} messages waiting to be read)`)
+    }
+    this.#waiting.push(frame)
+    this.#waitingMessages += sizeOf(frame)
+  }
+
+  /** Reads every frame still waiting, now: the runner is gone, and all it sent comes before its end. */
+  drain(): void {
+    while (this.#state !== 'closed' && this.#waiting.length > 0) this.#read(this.#waiting.shift(), true)
+  }
+
+  /** Nothing more is read; frames still waiting are dropped. */
+  close(): void {
+    this.#state = 'closed'
+    this.#waiting.length = 0
+    this.#waitingMessages = 0
+    if (this.#turnEnd) clearImmediate(this.#turnEnd)
+    this.#turnEnd = undefined
+  }
+
+  #read(frame: unknown, waited = false): void {
+    const messages = sizeOf(frame)
+    if (waited) this.#waitingMessages -= messages
+    this.#readThisTurn += messages
+    this.#framesThisTurn++
+    this.#turnEnd ??= setImmediate(() => this.#turnEnded())
+    const full = this.#readThisTurn >= RUNNER_BOUNDS.turnMessages || this.#framesThisTurn >= RUNNER_BOUNDS.turnFrames
+    if (full && this.#state === 'open') {
+      this.#state = 'full'
+      this.#options.pause?.(true)
+    }
+    this.#options.read(frame)
+  }
+
+  /** A new turn: the waiting frames first, up to the turn's share, then the endpoint again. */
+  #turnEnded(): void {
+    this.#turnEnd = undefined
+    this.#readThisTurn = 0
+    this.#framesThisTurn = 0
+    if (this.#state !== 'full') return void (this.#fullTurns = 0)
+    if (++this.#fullTurns > RUNNER_BOUNDS.fullTurns) {
+      const { turnMessages, turnFrames, fullTurns } = RUNNER_BOUNDS
+      return this.#refuse(`frames faster than the host can read them (${turnFrames} frames or ${turnMessages} messages a turn, ${fullTurns} turns in a row)`)
+    }
+    this.#state = 'open'
+    while (this.#state === 'open' && this.#waiting.length > 0) this.#read(this.#waiting.shift(), true)
+    // Still open: what waited is read, and the endpoint may deliver again.
+    if (this.#state === 'open') this.#options.pause?.(false)
+  }
+
+  #refuse(what: string): void {
+    this.close()
+    this.#options.violation(what)
+  }
+}
+
+function sizeOf(frame: unknown): number {
+  return Array.isArray(frame) ? frame.length : 1
+}
+
+/** Why a frame is refused before it is read, if it is: too many messages, too large, an event too large. */
+function refusal(frame: unknown): string | undefined {
+  if (!Array.isArray(frame)) return undefined // the channel names a malformed frame
+  const { frameMessages, frameBytes, eventBytes } = RUNNER_BOUNDS
+  if (frame.length > frameMessages) return `a frame of ${frame.length} messages (one frame may carry at most ${frameMessages})`
+  let left = frameBytes
+  for (const message of frame) {
+    const events = eventsOf(message)
+    for (const event of events) {
+      const size = estimatedSize(event, Math.min(eventBytes, left))
+      if (size > eventBytes) return `an event larger than ${eventBytes} bytes`
+      left -= size
+      if (left < 0) return `a frame larger than ${frameBytes} bytes`
+    }
+    left -= estimatedSize(events.length > 0 ? { ...(message as object), events: undefined } : message, left)
+    if (left < 0) return `a frame larger than ${frameBytes} bytes`
+  }
+  return undefined
+}
+
+/** The events a message carries (measured one by one), before it is checked: only its shape is trusted this far. */
+function eventsOf(message: unknown): unknown[] {
+  const events = (message as { events?: unknown } | null)?.events
+  return Array.isArray(events) ? events : []
+}

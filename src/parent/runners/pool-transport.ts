@@ -1,0 +1,76 @@
+/**
+ * The pooled transports, `worker` and `process`: children run on pooled runners, many to a
+ * runner, multiplexed over one long-lived channel per runner (see channel.ts and the frame
+ * protocol in src/protocol). They differ only in the endpoint that opens a runner
+ * (endpoints/table.ts).
+ *
+ * Children of each delegation depth get a pool of their own, created when first needed: a child
+ * waiting for its own child holds its slot, so with one shared pool a wave of nested delegations
+ * could fill every slot with waiting parents and never finish. Waits only point one level down,
+ * so pools per level cannot deadlock.
+ */
+import type { ChildSpec } from '../../protocol/child.js'
+import type { RunnerConfig } from '../../protocol/messages.js'
+import { RemoteChild, RunnerLostError } from './remote-child.js'
+import type { OpenEndpoint } from './runner-site.js'
+import { RunnerPool, type PoolSettings } from './runner-pool.js'
+import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
+import type { Placement } from '../types.js'
+
+export interface PoolTransportOptions {
+  /** Opens one runner: a worker thread, a child process. */
+  open: OpenEndpoint
+  pool: PoolSettings
+  abortGraceMs: number
+  config: RunnerConfig
+  /** Host-placed models and tools (they stay in the host, reached by RPC), snapshot per child. */
+  placement: (id: string) => Placement
+}
+
+/** A start whose runner died under it (not of its own doing) tries once more on another runner. */
+const CREATE_ATTEMPTS = 2
+
+export class PoolTransport implements ChildTransport {
+  readonly local = false
+  readonly #options: PoolTransportOptions
+  /** By delegation depth; depth 1 (children of top-level agents) starts warm. */
+  readonly #pools = new Map<number, RunnerPool>()
+  #closing = false
+
+  constructor(options: PoolTransportOptions) {
+    this.#options = options
+    this.#poolFor(1)
+  }
+
+  async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
+    if (this.#closing) throw new Error('the host is closed: create a new host to start more subagents')
+    const pool = this.#poolFor(spec.header.delegationDepth ?? 1)
+    const placement = this.#options.placement(spec.id)
+    for (let attempt = 1; ; attempt++) {
+      const child = await pool.place(signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs: this.#options.abortGraceMs }))
+      try {
+        await child.created(signal)
+        return child
+      } catch (error) {
+        if (!(error instanceof RunnerLostError) || attempt >= CREATE_ATTEMPTS || signal.aborted || this.#closing) throw error
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true
+    await Promise.all([...this.#pools.values()].map((pool) => pool.close()))
+  }
+
+  #poolFor(depth: number): RunnerPool {
+    let pool = this.#pools.get(depth)
+    if (!pool) {
+      const { open, pool: settings, abortGraceMs, config } = this.#options
+      // Only the first level is kept warm; deeper pools start their runners on demand.
+      const minThreads = depth === 1 ? settings.minThreads : 0
+      pool = new RunnerPool({ ...settings, minThreads, open, graceMs: abortGraceMs, config })
+      this.#pools.set(depth, pool)
+    }
+    return pool
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * The host's handle on one child that runs on a runner, whatever carries its channel (a worker
+ * thread, a child process, a remote node): one explicit state machine, one way out. Every path that ends the child (its turn finished, its creation
+ * failed, the host let it go, it broke the protocol, its runner died) goes through `#settle`,
+ * once, which resolves `run()`, rejects a pending creation, closes its host calls and gives its
+ * slot back. Nothing it receives is trusted: each message is checked against the phase it
+ * arrives in, and each event against the sequence.
+ *
+ *   creating ──created──▶ created ──run──▶ running ──idle──▶ ended
+ *       │                    │                │
+ *       └──── create-failed, let go, runner gone, protocol error ──▶ ended
+ */
+import { argumentValidator } from '../../agent/schema.js'
+import type { ToolDefinition } from '../../agent/tools.js'
+import type { ChildSpec, RemoteToolDescriptor } from '../../protocol/child.js'
+import type { ContentBlock } from '../../protocol/content.js'
+import { fromWireError } from '../../protocol/error.js'
+import type { HostMessage, RunnerMessage } from '../../protocol/messages.js'
+import type { SessionEvent } from '../../protocol/session.js'
+import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
+import { RpcServer } from '../../protocol/rpc.js'
+import { cloneableReason } from '../../protocol/values.js'
+import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
+import { hostCalls } from './host-calls.js'
+import type { ChildOutcome } from '../transport.js'
+import type { ChildHandle, ChildMirror } from '../transport.js'
+import type { Placement } from '../types.js'
+
+const RELEASED: ChildOutcome = { fault: { stopReason: 'aborted', diagnostic: 'the child was released' } }
+/** What a host call still running learns when its child ends: the abort reason of its signal. */
+const RUNNER_GONE = { kind: 'runner-gone' }
+
+/** The child's runner died before the child was built; nothing of it was the child's doing, so a start may try elsewhere. */
+export class RunnerLostError extends Error {
+  override name = 'RunnerLostError'
+}
+
+type Phase = 'creating' | 'created' | 'running' | 'ended'
+
+/** How the runner learns that the child ended: it said so itself, it must be told, or it is gone. */
+type Parting = 'runner-let-go' | 'drop' | 'runner-gone'
+
+export interface RemoteChildOptions {
+  placement: Placement
+  graceMs: number
+}
+
+/** What builds the child on its runner: the spec and the host-placed models and tools it may call (a snapshot). */
+function createMessage(spec: ChildSpec, placement: Placement): Extract<HostMessage, { type: 'create' }> {
+  return {
+    type: 'create',
+    child: spec.id,
+    spec,
+    hostModels: [...placement.models.keys()],
+    hostTools: [...placement.tools.values()].map(describeTool),
+  }
+}
+
+export class RemoteChild implements ChildHandle, ChannelChild {
+  readonly id: string
+  readonly #spec: ChildSpec
+  readonly #mirror: ChildMirror
+  readonly #channel: RunnerChannel
+  readonly #graceMs: number
+  readonly #rpc: RpcServer
+  /** Host calls it may have running at once: its loop's bound, however many its runner sends. */
+  readonly #maxCalls: number
+  readonly #created = deferred<void>()
+  readonly #outcome = deferred<ChildOutcome>()
+  #phase: Phase = 'creating'
+  /** Set once a cancel was sent: the child then has `graceMs` to end its turn. */
+  #grace: NodeJS.Timeout | undefined
+
+  constructor(spec: ChildSpec, mirror: ChildMirror, channel: RunnerChannel, options: RemoteChildOptions) {
+    this.id = spec.id
+    this.#spec = spec
+    this.#mirror = mirror
+    this.#channel = channel
+    this.#graceMs = options.graceMs
+    this.#maxCalls = (channel.config.maxParallelToolCalls ?? 1) + RUNNER_BOUNDS.callsBeyondParallel
+    this.#rpc = new RpcServer(spec.id, channel.outbox, hostCalls({ view: mirror.view, spec, placement: options.placement, persona: channel.config.persona }))
+    this.#created.promise.catch(() => {})
+    channel.adopt(this)
+    channel.send(createMessage(spec, options.placement))
+  }
+
+  get busy(): boolean {
+    return this.#phase === 'running' && this.#grace === undefined
+  }
+
+  /** Resolves once the runner built the child; an abort lets it go first, then rejects with the reason. */
+  async created(signal: AbortSignal): Promise<void> {
+    const onAbort = () => this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the start was aborted' } }, 'drop', () => signal.reason)
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      await this.#created.promise
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  async rollback(): Promise<void> {
+    this.#letGo()
+  }
+
+  run(prompt: ContentBlock[]): Promise<ChildOutcome> {
+    if (this.#phase === 'created') {
+      this.#phase = 'running'
+      this.#channel.send({ type: 'publish', child: this.id, prompt })
+    }
+    return this.#outcome.promise
+  }
+
+  cancel(reason: unknown): void {
+    if (this.#phase !== 'running' || this.#grace) return
+    this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
+    this.#grace = setTimeout(() => {
+      this.#channel.kill(
+        {
+          stopReason: 'error',
+          diagnostic: `the ${this.#channel.kind.noun} this child shared was ${this.#channel.kind.ended} because sibling subagent ${this.id} did not stop within ${this.#graceMs} ms of being cancelled`,
+        },
+        {
+          child: this,
+          fault: {
+            stopReason: 'aborted',
+            diagnostic: `the child did not stop within abortGraceMs (${this.#graceMs} ms) of being cancelled, so its ${this.#channel.kind.noun} was ${this.#channel.kind.ended}`,
+          },
+        },
+      )
+    }, this.#graceMs)
+  }
+
+  async release(): Promise<void> {
+    this.#letGo()
+  }
+
+  /** A message from the runner about this child. */
+  receive(message: Extract<RunnerMessage, { child: string }>): void {
+    switch (message.type) {
+      case 'created':
+        if (this.#phase !== 'creating') return this.#violation(message.type)
+        this.#phase = 'created'
+        return this.#created.resolve()
+      case 'create-failed':
+        if (this.#phase !== 'creating') return this.#violation(message.type)
+        return this.#settle({ fault: { stopReason: 'error', diagnostic: message.error.message } }, 'runner-let-go', () => fromWireError(message.error))
+      case 'events':
+        if (this.#phase !== 'running') return this.#violation(message.type)
+        this.#record(message.events)
+        return
+      case 'idle':
+        if (this.#phase !== 'running') return this.#violation(message.type)
+        if (message.events && !this.#record(message.events)) return
+        if (message.structured && !this.#validStructured(message.structured.value)) {
+          return this.#protocolError('a structured result that does not match the requested outputSchema')
+        }
+        return this.#settle(message.structured ? { structured: message.structured } : {}, 'runner-let-go')
+      case 'failed':
+        return this.#settle({ fault: { stopReason: 'error', diagnostic: `the child's runner had to stop it: ${message.error.message}` } }, 'runner-let-go')
+      case 'ended': {
+        const fault = { stopReason: message.stopReason, diagnostic: message.diagnostic }
+        return this.#settle({ fault }, 'runner-let-go', () => new Error(fault.diagnostic))
+      }
+      case 'rpc/call':
+        if (this.#phase !== 'running') return this.#violation(message.type)
+        if (this.#rpc.running >= this.#maxCalls) return this.#overrun()
+        return this.#rpc.receive(message)
+      case 'rpc/cancel':
+        if (this.#phase !== 'running') return this.#violation(message.type)
+        return this.#rpc.receive(message)
+      case 'dropped':
+        return this.#violation(message.type)
+    }
+  }
+
+  /** The runner is gone (crashed, terminated, closed): whatever the child was doing is over. */
+  end(fault: Fault): void {
+    this.#settle({ fault }, 'runner-gone', () => new RunnerLostError(fault.diagnostic))
+  }
+
+  /** The exchange with the runner about this child broke (a malformed message, one that could not be sent). */
+  broken(what: string): void {
+    this.#settle({ fault: { stopReason: 'error', diagnostic: `protocol error: ${what}` } }, 'drop')
+  }
+
+  /** The host lets go of a child that did not (or will not) run: its runner is told to drop it. */
+  #letGo(): void {
+    this.#settle(RELEASED, 'drop')
+  }
+
+  /** Appends events to the mirror, each exactly the next in sequence; false (and the child ended) on a gap or repeat. */
+  #record(events: readonly SessionEvent[]): boolean {
+    for (const event of events) {
+      const expected = this.#mirror.view.session.events.length
+      if (event.seq !== expected) {
+        this.#protocolError(`event ${event.seq} where event ${expected} was due: a gap or a repeat in the child's record`)
+        return false
+      }
+      this.#mirror.append(event)
+    }
+    return true
+  }
+
+  #validStructured(value: unknown): boolean {
+    return this.#spec.outputSchema !== undefined && argumentValidator(this.#spec.outputSchema)(value)
+  }
+
+  #violation(type: string): void {
+    this.#protocolError(`a '${type}' message while the child was ${this.#phase}`)
+  }
+
+  /** More host calls at once than its own loop would make: its runner is not to be trusted. */
+  #overrun(): void {
+    this.#channel.violation(`more host calls for child ${this.id} than may run at once (maxParallelToolCalls + ${RUNNER_BOUNDS.callsBeyondParallel}: ${this.#maxCalls})`)
+  }
+
+  #protocolError(what: string): void {
+    this.broken(`the ${this.#channel.label} sent ${what}`)
+  }
+
+  /** The one way out. `createError` makes what a pending creation rejects with (only then: an Error is not free). */
+  #settle(outcome: ChildOutcome, parting: Parting, createError: () => unknown = () => new Error(outcome.fault?.diagnostic ?? 'the child ended')): void {
+    if (this.#phase === 'ended') return
+    const creating = this.#phase === 'creating'
+    this.#phase = 'ended'
+    clearTimeout(this.#grace)
+    this.#rpc.close(RUNNER_GONE)
+    if (creating) this.#created.reject(createError())
+    this.#outcome.resolve(outcome)
+    this.#channel.part(this, parting === 'drop')
+  }
+}
+
+function describeTool(tool: ToolDefinition): RemoteToolDescriptor {
+  const descriptor: RemoteToolDescriptor = { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> }
+  if (tool.needsApproval !== undefined) descriptor.needsApproval = tool.needsApproval
+  if (tool.concurrencySafe !== undefined) descriptor.concurrencySafe = tool.concurrencySafe
+  return descriptor
+}
+
+function deferred<T>() {
+  let resolve!: (value: T) => void
+  let reject!: (error: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}

@@ -1,0 +1,188 @@
+/**
+ * The runners of one delegation depth, and who runs where: a host's (threads, processes) and a
+ * node's (its threads) alike.
+ * The pool starts runners (up to `maxThreads`, keeping `minThreads` warm), places each child on
+ * the least loaded runner that has room (`childrenPerWorker`), queues starts beyond that (at
+ * most `maxQueue`), retires runners idle for `idleTimeoutMs`, replaces a dead one, and stops one
+ * that stopped answering while none of its children was running. All runner bookkeeping lives
+ * here; what a runner is, is the endpoint's business.
+ */
+import type { ResourceLimits } from 'node:worker_threads'
+import type { RunnerConfig } from '../../protocol/messages.js'
+import type { Fault, RunnerChannel } from './channel.js'
+import { RunnerSite, type OpenEndpoint } from './runner-site.js'
+
+/** The pool as the transports use it: every value filled in. */
+export interface PoolSettings {
+  minThreads: number
+  maxThreads: number
+  childrenPerWorker: number
+  idleTimeoutMs: number
+  maxQueue: number
+  resourceLimits: ResourceLimits | undefined
+  /** Each runner's whole environment. */
+  env: Record<string, string>
+}
+
+export interface RunnerPoolSettings {
+  open: OpenEndpoint
+  minThreads: number
+  maxThreads: number
+  childrenPerWorker: number
+  idleTimeoutMs: number
+  /** Starts that may wait for a slot; one more is refused at once. */
+  maxQueue: number
+  graceMs: number
+  config: RunnerConfig
+}
+
+interface Waiter {
+  place(channel: RunnerChannel): void
+  fail(error: Error): void
+}
+
+/** How long a runner may leave a heartbeat unanswered, beyond the grace, before it is judged stuck. */
+const LIVENESS_MARGIN_MS = 1000
+
+export class RunnerPool {
+  readonly #settings: RunnerPoolSettings
+  readonly #runners = new Set<RunnerSite>()
+  readonly #waiting: Waiter[] = []
+  readonly #silenceLimitMs: number
+  #tick: NodeJS.Timeout | undefined
+  #closed: Error | undefined
+
+  constructor(settings: RunnerPoolSettings) {
+    this.#settings = settings
+    this.#silenceLimitMs = settings.graceMs + LIVENESS_MARGIN_MS
+    this.#keepWarm()
+  }
+
+  /**
+   * Places a child: `build` runs synchronously with the chosen channel (the child adopts its slot
+   * there). Waits for a slot when every runner is full; an abort while waiting leaves the queue.
+   */
+  place<T>(signal: AbortSignal, build: (channel: RunnerChannel) => T): Promise<T> {
+    if (this.#closed) return Promise.reject(this.#closed)
+    if (signal.aborted) return Promise.reject(signal.reason)
+    const channel = this.#room()
+    if (channel) return Promise.resolve(build(channel))
+    const { maxQueue, maxThreads, childrenPerWorker } = this.#settings
+    if (this.#waiting.length >= maxQueue) {
+      return Promise.reject(
+        new Error(
+          `every slot is taken (${maxThreads} runners × ${childrenPerWorker} children) and pool.maxQueue (${maxQueue}) starts already wait for one: retry later, or raise pool.maxThreads, pool.childrenPerWorker or pool.maxQueue`,
+        ),
+      )
+    }
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        const index = this.#waiting.indexOf(waiter)
+        if (index >= 0) this.#waiting.splice(index, 1)
+        reject(signal.reason)
+      }
+      const waiter: Waiter = {
+        place: (channel) => {
+          signal.removeEventListener('abort', onAbort)
+          try {
+            resolve(build(channel))
+          } catch (error) {
+            reject(error)
+          }
+        },
+        fail: (error) => {
+          signal.removeEventListener('abort', onAbort)
+          reject(error)
+        },
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.#waiting.push(waiter)
+    })
+  }
+
+  /** Stops every runner (their children end with `fault`) and refuses every waiting start. */
+  async close(fault: Fault = { stopReason: 'aborted', diagnostic: 'the host was closed before the child finished' }): Promise<void> {
+    this.#closed ??= new Error('the host was closed while the child waited for a slot')
+    for (const waiter of this.#waiting.splice(0)) waiter.fail(this.#closed)
+    clearInterval(this.#tick)
+    this.#tick = undefined
+    const runners = [...this.#runners]
+    for (const runner of runners) runner.stop(fault)
+    await Promise.all(runners.map((runner) => runner.exit))
+  }
+
+  /** The least loaded runner with room, starting a new one when all are full and the pool may grow. */
+  #room(): RunnerChannel | undefined {
+    let best: RunnerSite | undefined
+    for (const runner of this.#runners) {
+      if (runner.stopping || runner.channel.load >= this.#settings.childrenPerWorker) continue
+      if (!best || runner.channel.load < best.channel.load) best = runner
+    }
+    if (best) return best.channel
+    if (this.#runners.size < this.#settings.maxThreads) return this.#start().channel
+    return undefined
+  }
+
+  #start(): RunnerSite {
+    const { config, open } = this.#settings
+    const runner = new RunnerSite({
+      config,
+      open,
+      changed: () => this.#wake(),
+      exited: (gone) => {
+        this.#runners.delete(gone)
+        if (this.#closed) return
+        // A runner that never answered would not start again either (a broken install): no restart loop.
+        if (gone.channel.greeted) this.#keepWarm()
+        this.#wake()
+      },
+    })
+    this.#runners.add(runner)
+    this.#tick ??= setInterval(() => this.#check(), tickInterval(this.#silenceLimitMs, this.#settings.idleTimeoutMs)).unref()
+    return runner
+  }
+
+  #keepWarm(): void {
+    while (!this.#closed && this.#runners.size < this.#settings.minThreads) this.#start()
+  }
+
+  /** Gives freed room to the starts waiting for it, first come first served. */
+  #wake(): void {
+    while (this.#waiting.length > 0 && !this.#closed) {
+      const channel = this.#room()
+      if (!channel) return
+      this.#waiting.shift()!.place(channel)
+    }
+  }
+
+  /** Heartbeats and idle retirement, on one timer for the whole pool. */
+  #check(): void {
+    const now = performance.now()
+    for (const runner of [...this.#runners]) {
+      if (runner.stopping) continue
+      const { channel } = runner
+      const silent = channel.silentFor(now)
+      if (silent > this.#silenceLimitMs && channel.judgeable) {
+        runner.stop({
+          stopReason: 'error',
+          diagnostic: `the ${channel.label} stopped answering for ${Math.round(silent)} ms while none of its children was running (something on it never yields), so it was ${channel.kind.ended} and replaced`,
+        })
+        continue
+      }
+      channel.ping(now)
+      const idleSince = channel.idleSince
+      if (idleSince !== undefined && now - idleSince >= this.#settings.idleTimeoutMs && this.#runners.size > this.#settings.minThreads) {
+        runner.stop({ stopReason: 'aborted', diagnostic: 'the runner was idle' })
+      }
+    }
+    if (this.#runners.size === 0) {
+      clearInterval(this.#tick)
+      this.#tick = undefined
+    }
+  }
+}
+
+/** Often enough to find a stuck runner soon after its limit, and to honour a short idle timeout. */
+function tickInterval(silenceLimitMs: number, idleTimeoutMs: number): number {
+  return Math.max(50, Math.min(1000, silenceLimitMs / 4, idleTimeoutMs))
+}

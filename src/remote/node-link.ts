@@ -1,0 +1,81 @@
+/**
+ * The host's link to one node: a runner channel carried over a broker (Redis, in src/bullmq). A node runs the children it
+ * took from the queue on its own threads; to the host it is one runner with many children, and,
+ * like a thread, nothing it sends is trusted (the channel checks every frame, each child every
+ * message, and a message about a child not given to this node is a violation).
+ *
+ * A child is given to a node only on its `take` (see envelope.ts), which the transport answers: the
+ * `create` over this link, or a `drop`. So a client that merely reads the job and speaks of the
+ * child (`created`, `events`, `idle`) has spoken of a child it does not host, and is given up on.
+ *
+ * The host cannot see a node die: a heartbeat it leaves unanswered for `silenceMs` is its death.
+ * Stopping the link ends its children and says `bye`, so a node that is merely cut off lets go of
+ * them too once it hears again (or notices the host's silence first).
+ */
+import { RunnerChannel, type Culprit, type Fault, type RunnerKind } from '../parent/runners/channel.js'
+import type { HostMessage, RunnerConfig } from '../protocol/messages.js'
+import { takesOf, type TakeMessage } from './envelope.js'
+
+const KIND: RunnerKind = { noun: 'node', ended: 'given up on' }
+
+export interface NodeLinkOptions {
+  node: string
+  config: RunnerConfig
+  send(frame: HostMessage[]): void
+  /** The node asks for a child it took from the queue: the transport gives it (a create on `channel`) or refuses it. */
+  take(take: TakeMessage, link: NodeLink): void
+  ended(link: NodeLink): void
+}
+
+export class NodeLink {
+  readonly node: string
+  readonly channel: RunnerChannel
+  readonly #options: NodeLinkOptions
+  #ended = false
+
+  constructor(options: NodeLinkOptions) {
+    this.node = options.node
+    this.#options = options
+    this.channel = new RunnerChannel({
+      kind: KIND,
+      label: `node ${options.node}`,
+      config: options.config,
+      send: options.send,
+      kill: (fault, culprit) => this.stop(fault, culprit),
+      crashed: (error) => this.stop({ stopReason: 'error', diagnostic: `node ${options.node} crashed: ${error.message}` }),
+      changed: () => {},
+    })
+  }
+
+  get ended(): boolean {
+    return this.#ended
+  }
+
+  /** A frame from the node: its runner messages go to the channel first (the hello opens it), then its takes to the transport. */
+  receive(frame: unknown): void {
+    const { takes, rest } = takesOf(frame)
+    if (takes.length === 0 || (rest as unknown[]).length > 0) this.channel.receive(rest)
+    for (const take of takes) if (!this.#ended) this.#options.take(take, this)
+  }
+
+  /** The node may not have the child it asked for: it lets its job go without building anything. */
+  refuse(child: string): void {
+    this.channel.send({ type: 'drop', child })
+  }
+
+  /** One heartbeat: a node silent for longer than `silenceMs` is gone; else it is pinged. */
+  check(now: number, silenceMs: number, why: () => string): void {
+    const silent = this.channel.silentFor(now)
+    if (silent <= silenceMs) return this.channel.ping(now)
+    this.stop({ stopReason: 'error', diagnostic: `node ${this.node} stopped answering for ${Math.round(silent)} ms (${why()}), so its children were given up` })
+  }
+
+  /** Ends every child on the node with `fault` (the culprit with its own) and tells the node to let them go. */
+  stop(fault: Fault, culprit?: Culprit): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.#options.send([{ type: 'bye' }])
+    this.channel.end(fault, culprit)
+    this.#options.ended(this)
+  }
+}
