@@ -212,6 +212,26 @@ describe.concurrent('bench runs', () => {
     expect(chart).toContain('goal (remote): p50 overhead over worker &lt;= 2 ms')
   }, TEST_MS)
 
+  it('bench --quick --only G2,O3 runs the A/B rows: the worker with the feature on against off, the on/off ratio, and the governance goal', async () => {
+    const file = join(dir, 'ab.json')
+    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'G2,O3', '--no-remote', '--json', file], {
+      timeout: RUN_MS,
+      env: { ...process.env, NO_COLOR: '1' },
+    })
+    expect(stdout).toMatch(/\son\/off$/m)
+    expect(stdout).toMatch(new RegExp(String.raw`^G2\s+n/a\s+${MS}\s+n/a\s+-\s+-\s+[\d.]+×$`, 'm'))
+    expect(stdout).toMatch(/^O3\s+n\/a\s+[\d,]+\/s \(p99 [\d,]+\)\s+n\/a\s+-\s+-\s+[\d.]+×$/m)
+    expect(stdout).toMatch(/^G2\s+worker\s+p50 with limits <= 1\.05 × without\s+[\d.]+×\s+(yes|NO)$/m)
+    expect(stdout).toMatch(/O3 .* Off: neither, [\d,]+\/s .*On\/off [\d.]+×; host CPU per unit of work on\/off [\d.]+×\. Reported, no goal\./)
+    const report = JSON.parse(await readFile(file, 'utf8'))
+    expect(report.scenarios.map((s: { id: string }) => s.id)).toEqual(['G2', 'O3'])
+    const o3 = report.scenarios[1]
+    expect(o3.ab.ratio).toBeCloseTo(o3.worker.median / o3.ab.offFigure.median, 6)
+    // The traced arm made spans and the subscriber heard every channel message.
+    expect(o3.extra.spansExported).toBeGreaterThan(0)
+    expect(o3.extra.messagesHeard).toBeGreaterThan(0)
+  }, TEST_MS)
+
   // About 20 s: a batch streams for its ideal 2 s whatever its size, and the quick plan runs one
   // warm-up (every host at once) and one round of six batches. The margin is for a loaded machine.
   it('bench --quick --only S9 runs the streaming fan-in and reports both placements on every transport with every goal and secondary figure', async () => {

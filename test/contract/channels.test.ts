@@ -56,7 +56,7 @@ describe.each(TRANSPORTS)('%s transport: diagnostics channels', (transport) => {
 
     const child = { runId: run.id, id: run.id, parentId: parent.id, depth: 1, label: 'echoer', provider: 'spawn', transport, modelProvider: 'scripted', model: 'scripted-1' }
     expect(heard.starts).toEqual([{ ...child, startTime: expect.any(Number) }])
-    expect(heard.ends).toEqual([{ ...child, startTime: heard.starts[0]!.startTime, endTime: expect.any(Number), stopReason: 'completed', usage: result.usage }])
+    expect(heard.ends).toEqual([{ ...child, startTime: heard.starts[0]!.startTime, endTime: expect.any(Number), stopReason: 'completed', usage: result.usage, totalUsage: result.usage }])
     expect(heard.steps.map((s) => [s.phase, s.step, s.finishReason])).toEqual([
       ['start', 1, undefined],
       ['end', 1, 'tool-calls'],

@@ -64,6 +64,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       lastAssistantMessage: 'hello there',
       durationMs: expect.any(Number),
       usage: { inputTokens: 0, outputTokens: 3 },
+      totalUsage: { inputTokens: 0, outputTokens: 3 },
     })
     expect(lifecycle.ends[0]!.durationMs).toBeGreaterThanOrEqual(0)
     await run.dispose()
@@ -210,7 +211,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       fx.host.on('subagent/start', (info) => after.push(info.id))
       const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
       expect(after).toEqual([run.id])
-      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       await run.dispose()
       await waitFor(() => capture.warnings.length >= 1, `a ${WARNING_CODE} warning`)
       expect(capture.warnings[0]!.message).toContain('observer bug at start')
@@ -228,7 +229,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       })
       const lifecycle = recordLifecycle(fx.host)
       const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       await expect(run.dispose()).resolves.toBeUndefined()
       expect(fx.host.agents.get(run.id)).toBeUndefined()
       await waitFor(() => lifecycle.ends.length === 1, 'the other listener to get subagent/end')
@@ -247,7 +248,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
         throw new Error('async observer bug')
       })
       const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+      expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       await run.dispose()
       await waitFor(() => capture.warnings.length >= 1, `a ${WARNING_CODE} warning`)
       expect(capture.warnings[0]!.message).toContain('async observer bug')

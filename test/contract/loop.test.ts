@@ -71,7 +71,7 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     expect(events.at(-1)!.data).toEqual({ reason: { kind: 'completed' } })
     expect(echo.calls).toEqual([{ text: 'a' }])
     expect(fixture.model.requests).toHaveLength(2)
-    expect(result).toEqual({ output: [{ type: 'text', text: 'All done.' }], usage: { inputTokens: 31, outputTokens: 10 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'All done.' }], usage: { inputTokens: 31, outputTokens: 10 }, totalUsage: { inputTokens: 31, outputTokens: 10 }, stopReason: 'completed' })
   })
 
   it('each model request carries the system prompt, the conversation, the visible tool schemas, maxTokens and an abort signal', async () => {
@@ -148,7 +148,7 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     expect(eventsOf(events, 'assistant/message')).toEqual([{ content: [{ type: 'text', text: 'partial answer' }], usage: { inputTokens: 5, outputTokens: 9 } }])
     expect(turnEnds(events)).toEqual([{ kind: 'max-tokens' }])
     expect(fixture.model.requests).toHaveLength(1)
-    expect(withoutDiagnostic(result)).toEqual({ output: [{ type: 'text', text: 'partial answer' }], usage: { inputTokens: 5, outputTokens: 9 }, stopReason: 'max-tokens' })
+    expect(withoutDiagnostic(result)).toEqual({ output: [{ type: 'text', text: 'partial answer' }], usage: { inputTokens: 5, outputTokens: 9 }, totalUsage: { inputTokens: 5, outputTokens: 9 }, stopReason: 'max-tokens' })
   })
 
   it('max-tokens with no text: the message is recorded with empty content and usage only', async () => {
@@ -164,7 +164,7 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     expect(eventsOf(events, 'assistant/message')).toEqual([{ content: [], usage: { inputTokens: 3, outputTokens: 4 } }])
     expect(types(events).slice(-2)).toEqual(['assistant/message', 'turn/end'])
     expect(turnEnds(events)).toEqual([{ kind: 'max-tokens' }])
-    expect(withoutDiagnostic(result)).toEqual({ output: [], usage: { inputTokens: 3, outputTokens: 4 }, stopReason: 'max-tokens' })
+    expect(withoutDiagnostic(result)).toEqual({ output: [], usage: { inputTokens: 3, outputTokens: 4 }, totalUsage: { inputTokens: 3, outputTokens: 4 }, stopReason: 'max-tokens' })
   })
 
   it('a model refusal ends the turn blocked and the result is refusal', async () => {
@@ -325,7 +325,7 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
       ['d', false, [{ type: 'text', text: 'done:d' }]],
     ])
     expect(fixture.model.requests[1]!.messages.filter((m) => m.role === 'tool').map((m) => (m as { callId: string }).callId)).toEqual(['a', 'b', 'c', 'd'])
-    expect(result).toEqual({ output: [{ type: 'text', text: 'all done' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'all done' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
   })
 
   it('a tool calling concludeTurn completes the turn after the step’s results, with no further model request', async () => {
@@ -366,7 +366,7 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     const { events, result } = await spawnChild(fixture)
     expect(toolResults(events)).toEqual([expect.objectContaining({ callId: 'u1', name: 'no_such_tool', isError: true, code: 'UNKNOWN_TOOL' })])
     expect(fixture.model.requests).toHaveLength(2)
-    expect(result).toEqual({ output: [{ type: 'text', text: 'recovered' }], usage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'recovered' }], usage: { inputTokens: 0, outputTokens: 4 }, totalUsage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
   })
 
   it('a tool denied by toolFilter vanishes from the request and refuses to execute with UNKNOWN_TOOL', async () => {
@@ -380,7 +380,7 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     for (const request of fixture.model.requests) expect(request.tools?.map((t) => t.name)).toEqual(['alpha'])
     expect(beta.calls).toEqual([])
     expect(toolResults(events)).toEqual([expect.objectContaining({ callId: 'b1', name: 'beta', isError: true, code: 'UNKNOWN_TOOL' })])
-    expect(result).toEqual({ output: [{ type: 'text', text: 'ok' }], usage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'ok' }], usage: { inputTokens: 0, outputTokens: 4 }, totalUsage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
 
     // The restriction belongs to the child alone.
     await runTopLevel(fixture.parent)
@@ -455,7 +455,7 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     expect(failed!.content.map((b) => b.text).join('')).toContain('kaboom')
     expect(fixture.model.requests).toHaveLength(2)
     expect(turnEnds(events)).toEqual([{ kind: 'completed' }])
-    expect(result).toEqual({ output: [{ type: 'text', text: 'went on' }], usage: { inputTokens: 0, outputTokens: 3 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'went on' }], usage: { inputTokens: 0, outputTokens: 3 }, totalUsage: { inputTokens: 0, outputTokens: 3 }, stopReason: 'completed' })
   })
 
   it('a needsApproval tool called by a delegated child is DENIED and never runs', async () => {
@@ -466,7 +466,7 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     expect(guarded.calls).toEqual([])
     expect(toolResults(events)).toEqual([expect.objectContaining({ callId: 'g1', name: 'guarded', isError: true, code: 'DENIED' })])
     expect(fixture.model.requests).toHaveLength(2)
-    expect(result).toEqual({ output: [{ type: 'text', text: 'reported the limit' }], usage: { inputTokens: 0, outputTokens: 10 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'reported the limit' }], usage: { inputTokens: 0, outputTokens: 10 }, totalUsage: { inputTokens: 0, outputTokens: 10 }, stopReason: 'completed' })
   })
 
   it('a needsApproval tool called by a top-level agent runs (asking is the application’s business)', async () => {

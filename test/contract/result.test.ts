@@ -54,7 +54,7 @@ describe.each(TRANSPORTS)('§3 output selection [%s]', (transport) => {
     const fx = setup(transport, [toolCallResponse('c1', 'alpha', {}, 'step one'), textResponse('final answer')])
     fx.host.tools.register(alphaTool())
     const { result } = await runOnce(fx)
-    expect(result).toEqual({ output: [{ type: 'text', text: 'final answer' }], usage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'final answer' }], usage: { inputTokens: 0, outputTokens: 4 }, totalUsage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
   })
 
   it("§3 output is that message's whole content, tool-call blocks included (a tool concluded the turn)", async () => {
@@ -76,7 +76,7 @@ describe.each(TRANSPORTS)('§3 output selection [%s]', (transport) => {
         { type: 'text', text: 'wrapping up' },
         { type: 'tool-call', id: 'c1', name: 'finish', arguments: JSON.stringify({ x: 1 }) },
       ],
-      usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed',
+      usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed',
     })
     expect(fx.model.requests).toHaveLength(1)
   })

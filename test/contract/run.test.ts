@@ -56,7 +56,7 @@ describe.each(TRANSPORTS)('§2 the run [%s]', (transport) => {
       defineTool({ name: 'echo', description: 'echo', parameters: { type: 'object', properties: { text: { type: 'string' } } }, execute: (args) => args['text'] }),
     )
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], usage: { inputTokens: 0, outputTokens: 7 }, stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], usage: { inputTokens: 0, outputTokens: 7 }, totalUsage: { inputTokens: 0, outputTokens: 7 }, stopReason: 'completed' })
     const list = types(childEvents(fx.host, run))
     expect(list.filter((t) => t === 'turn/start')).toHaveLength(1)
     expect(list.filter((t) => t === 'turn/end')).toHaveLength(1)
@@ -102,7 +102,7 @@ describe.each(TRANSPORTS)('§2 the run [%s]', (transport) => {
       }),
     )
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'recovered' }], usage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'recovered' }], usage: { inputTokens: 0, outputTokens: 4 }, totalUsage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
     expect(eventsOf(childEvents(fx.host, run), 'tool/result')).toEqual([expect.objectContaining({ callId: 'c1', isError: true, code: 'FAILED' })])
     await run.dispose()
   })
@@ -224,10 +224,10 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     const fx = setup(transport, [textResponse('done')])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], usage: { inputTokens: 0, outputTokens: 1 }, stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], usage: { inputTokens: 0, outputTokens: 1 }, totalUsage: { inputTokens: 0, outputTokens: 1 }, stopReason: 'completed' })
     controller.abort()
     await run.dispose()
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], usage: { inputTokens: 0, outputTokens: 1 }, stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'done' }], usage: { inputTokens: 0, outputTokens: 1 }, totalUsage: { inputTokens: 0, outputTokens: 1 }, stopReason: 'completed' })
   })
 })
 
@@ -280,7 +280,7 @@ describe.each(TRANSPORTS)('§2 dispose [%s]', (transport) => {
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
     await run.result
     await run.dispose()
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'kept' }], usage: { inputTokens: 0, outputTokens: 1 }, stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'kept' }], usage: { inputTokens: 0, outputTokens: 1 }, totalUsage: { inputTokens: 0, outputTokens: 1 }, stopReason: 'completed' })
   })
 
   it("§2 dispose() removes the run's abort listener from the request signal", async () => {
@@ -326,7 +326,7 @@ describe.each(TRANSPORTS)('§2 dispose [%s]', (transport) => {
     await waitFor(() => fx.model.requests.length === 2, 'the second child request')
     await first.dispose()
     expect((await first.result).stopReason).toBe('aborted')
-    expect(await second.result).toEqual({ output: [{ type: 'text', text: 'sibling done' }], usage: { inputTokens: 0, outputTokens: 3 }, stopReason: 'completed' })
+    expect(await second.result).toEqual({ output: [{ type: 'text', text: 'sibling done' }], usage: { inputTokens: 0, outputTokens: 3 }, totalUsage: { inputTokens: 0, outputTokens: 3 }, stopReason: 'completed' })
     expect(fx.host.agents.get(second.id)).toBeDefined()
     await second.dispose()
   })

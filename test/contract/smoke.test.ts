@@ -9,7 +9,7 @@ describe.each(TRANSPORTS)('smoke [%s]', (transport) => {
     const { host, parent } = setup(transport, [textResponse('hello')])
     const run = await host.spawn.start({ prompt: 'hi', parent, signal: signal() })
     expect(host.agents.get(run.id)).toBeDefined()
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'hello' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'hello' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
     await run.dispose()
     expect(host.agents.get(run.id)).toBeUndefined()
   })

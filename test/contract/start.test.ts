@@ -413,7 +413,7 @@ describe.each(TRANSPORTS)('§1 start: malformed parents [%s]', (transport) => {
     const parent = foreignParent({ id: 'outside-harness' })
     const run = await fx.host.spawn.start({ prompt: 'hi', parent, signal: signal() })
     expect(childView(fx.host, run).session.header.parentSession).toBe('outside-harness')
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'from a foreign parent' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'from a foreign parent' }], usage: { inputTokens: 0, outputTokens: 6 }, totalUsage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
     await run.dispose()
   })
 })
@@ -628,8 +628,8 @@ describe.each(TRANSPORTS)('§1 start: composition [%s]', (transport) => {
       fx.host.spawn.start({ prompt: 'b', parent: fx.parent, signal: signal() }),
     ])
     const [ra, rb] = await Promise.all([a!.result, b!.result])
-    expect(ra).toEqual({ output: [{ type: 'tool-call', id: 's1', name: 'structured_output', arguments: JSON.stringify({ answer: 'A' }) }], structured: { answer: 'A' }, usage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
-    expect(rb).toEqual({ output: [{ type: 'text', text: 'plain' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+    expect(ra).toEqual({ output: [{ type: 'tool-call', id: 's1', name: 'structured_output', arguments: JSON.stringify({ answer: 'A' }) }], structured: { answer: 'A' }, usage: { inputTokens: 0, outputTokens: 4 }, totalUsage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
+    expect(rb).toEqual({ output: [{ type: 'text', text: 'plain' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
     const requestA = fx.model.requests.find((r) => r.system?.includes('PERSONA-A'))!
     const requestB = fx.model.requests.find((r) => !r.system?.includes('PERSONA-A'))!
     expect(toolNames(requestA).sort()).toEqual(['alpha', 'structured_output'])

@@ -104,7 +104,7 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
       spawnChild(fixture, { prompt: 'plain sibling' }),
     ])
     expect(structured.result.structured).toEqual({ answer: 'from the structured child' })
-    expect(plain.result).toEqual({ output: [{ type: 'text', text: 'plain' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+    expect(plain.result).toEqual({ output: [{ type: 'text', text: 'plain' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
     await runTopLevel(fixture.parent, 'top-level')
 
     const byPrompt = (prompt: string) =>
@@ -138,7 +138,7 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
     expect(toolResults(topEvents)).toEqual([expect.objectContaining({ callId: 'p1', name: SO, isError: true, code: 'UNKNOWN_TOOL' })])
     const child = await spawnChild(fixture)
     expect(toolResults(child.events)).toEqual([expect.objectContaining({ callId: 'c1', name: SO, isError: true, code: 'UNKNOWN_TOOL' })])
-    expect(child.result).toEqual({ output: [{ type: 'text', text: 'child done' }], usage: { inputTokens: 0, outputTokens: 7 }, stopReason: 'completed' })
+    expect(child.result).toEqual({ output: [{ type: 'text', text: 'child done' }], usage: { inputTokens: 0, outputTokens: 7 }, totalUsage: { inputTokens: 0, outputTokens: 7 }, stopReason: 'completed' })
     expect(fixture.model.requests).toHaveLength(4)
   })
 
@@ -159,7 +159,7 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
     ])
     expect(types(events).filter((t) => t === 'turn/start')).toHaveLength(1)
     expect(fixture.model.requests).toHaveLength(4)
-    expect(result).toEqual({ output: [callBlock('s4', { answer: 'forty-two' })], structured: { answer: 'forty-two' }, usage: { inputTokens: 0, outputTokens: 21 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [callBlock('s4', { answer: 'forty-two' })], structured: { answer: 'forty-two' }, usage: { inputTokens: 0, outputTokens: 21 }, totalUsage: { inputTokens: 0, outputTokens: 21 }, stopReason: 'completed' })
   })
 
   it('two-phase commit: a valid call that a later hook turns into an error captures nothing', async () => {
@@ -171,7 +171,7 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
     // Nothing was captured, so the turn was not concluded: the model got another request.
     expect(fixture.model.requests).toHaveLength(2)
     expect(result).not.toHaveProperty('structured')
-    expect(withoutDiagnostic(result)).toEqual({ output: [{ type: 'text', text: 'I give up' }], usage: { inputTokens: 0, outputTokens: 11 }, stopReason: 'error' })
+    expect(withoutDiagnostic(result)).toEqual({ output: [{ type: 'text', text: 'I give up' }], usage: { inputTokens: 0, outputTokens: 11 }, totalUsage: { inputTokens: 0, outputTokens: 11 }, stopReason: 'error' })
   })
 
   it('two-phase commit: a discarded stage is never promoted; a later valid call reusing its call id captures only its own value', async () => {
@@ -186,7 +186,7 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
       ['dup', false, undefined],
     ])
     expect(fixture.model.requests).toHaveLength(2)
-    expect(result).toEqual({ output: [callBlock('dup', { answer: 'good', items: [2, 3] })], structured: { answer: 'good', items: [2, 3] }, usage: { inputTokens: 0, outputTokens: 19 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [callBlock('dup', { answer: 'good', items: [2, 3] })], structured: { answer: 'good', items: [2, 3] }, usage: { inputTokens: 0, outputTokens: 19 }, totalUsage: { inputTokens: 0, outputTokens: 19 }, stopReason: 'completed' })
   })
 
   it('two-phase commit within one response: a vetoed call and a later valid call with the same id capture only the valid value', async () => {
@@ -281,7 +281,7 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
     expect(result).toEqual({
       output: [{ type: 'text', text: 'Here it is.' }, callBlock('s1', { answer: 'yes', items: [1, 2] })],
       structured: { answer: 'yes', items: [1, 2] },
-      usage: { inputTokens: 0, outputTokens: 8 }, stopReason: 'completed',
+      usage: { inputTokens: 0, outputTokens: 8 }, totalUsage: { inputTokens: 0, outputTokens: 8 }, stopReason: 'completed',
     })
   })
 
@@ -293,7 +293,7 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
     expect(types(events).filter((t) => t === 'turn/start')).toHaveLength(1)
     expect(types(events).filter((t) => t === 'user/message')).toHaveLength(1)
     expect(result).not.toHaveProperty('structured')
-    expect(withoutDiagnostic(result)).toEqual({ output: [{ type: 'text', text: 'a plain text answer' }], usage: { inputTokens: 0, outputTokens: 5 }, stopReason: 'error' })
+    expect(withoutDiagnostic(result)).toEqual({ output: [{ type: 'text', text: 'a plain text answer' }], usage: { inputTokens: 0, outputTokens: 5 }, totalUsage: { inputTokens: 0, outputTokens: 5 }, stopReason: 'error' })
   })
 
   it('a run cancelled without a capture is aborted', async () => {

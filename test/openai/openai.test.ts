@@ -70,7 +70,7 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     const host = hostWith(transport, api.url)
     const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test', maxTokens: 64 } })
     const run = await host.spawn.start({ prompt: 'Say hello', parent, signal: new AbortController().signal })
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'Hello there' }], usage: { inputTokens: 12, outputTokens: 3 }, stopReason: 'completed' })
+    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'Hello there' }], usage: { inputTokens: 12, outputTokens: 3 }, totalUsage: { inputTokens: 12, outputTokens: 3 }, stopReason: 'completed' })
     const message = host.agents.get(run.id)!.session.events.find((e) => e.type === 'assistant/message')!
     expect(message.data).toEqual({ content: [{ type: 'text', text: 'Hello there' }], usage: { inputTokens: 12, outputTokens: 3 } })
     await run.dispose()

@@ -76,4 +76,18 @@ describe('the host budget', () => {
     root.budget.observe({ seq: 0, type: 'assistant/message', data: { content: [], usage: { inputTokens: -1000, outputTokens: 4 } } })
     expect(root.budget.totalUsage()).toEqual({ inputTokens: 0, outputTokens: 4 })
   })
+
+  it("totalUsage: absent until the tree counted some usage, then own plus every descendant's, ended ones included", async () => {
+    const root = budget({})
+    const child = budget({}, root.budget)
+    const grandchild = budget({}, child.budget)
+    expect(root.budget.totalUsage()).toBeUndefined()
+    await drain(meteredModel(model, grandchild.budget))
+    // What a grandchild spent stays counted above it once it is done.
+    grandchild.budget.end()
+    child.budget.observe({ seq: 4, type: 'assistant/message', data: { content: [], usage: { inputTokens: 1, outputTokens: 2 } } })
+    expect(grandchild.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
+    expect(child.budget.totalUsage()).toEqual({ inputTokens: 31, outputTokens: 12 })
+    expect(root.budget.totalUsage()).toEqual({ inputTokens: 31, outputTokens: 12 })
+  })
 })

@@ -112,7 +112,7 @@ describe.each(POOLED)('%s transport', (isolation) => {
       const started = performance.now()
       const second = await run()
       const elapsed = performance.now() - started
-      expect(second.result).toEqual({ output: [{ type: 'text', text: 'fine' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+      expect(second.result).toEqual({ output: [{ type: 'text', text: 'fine' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       const secondThread = (second.events.find((e) => e.type === 'tool/result')!.data as { value: number }).value
       expect(secondThread).not.toBe(firstThread)
       // abortGraceMs (200) + 1 s of silence, then a fresh thread; generous for a loaded machine.
@@ -129,8 +129,8 @@ describe.each(POOLED)('%s transport', (isolation) => {
       // The call is on the host, so the burn has begun (a module tool runs once what its child recorded before is sent).
       while (!host.agents.get(burning.id)!.session.events.some((e) => e.type === 'assistant/message')) await new Promise((r) => setTimeout(r, 5))
       const later = await host.spawn.start({ prompt: 'later', parent, signal: new AbortController().signal, agentOptions: { provider: 'later' } })
-      expect(await burning.result).toEqual({ output: [{ type: 'text', text: 'burned' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
-      expect(await later.result).toEqual({ output: [{ type: 'text', text: 'built after the burn' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
+      expect(await burning.result).toEqual({ output: [{ type: 'text', text: 'burned' }], usage: { inputTokens: 0, outputTokens: 6 }, totalUsage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
+      expect(await later.result).toEqual({ output: [{ type: 'text', text: 'built after the burn' }], usage: { inputTokens: 0, outputTokens: 6 }, totalUsage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
       const threadOf = (id: string) => host.agents.get(id)!.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { value: unknown }).value).at(-1)
       expect(threadOf(later.id)).toBe(threadOf(burning.id)) // the same thread: never terminated
       expect(model.requests).toHaveLength(0)

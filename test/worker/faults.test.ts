@@ -123,7 +123,7 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     const slow = await host.spawn.start({ prompt: 'slow', parent, signal: signal(), agentOptions: { provider: 'slow' } })
     const crash = await host.spawn.start({ prompt: 'crash', parent, signal: signal(), agentOptions: { provider: 'crash' } })
     expect((await crash.result).stopReason).toBe('error')
-    expect(await slow.result).toEqual({ output: [{ type: 'text', text: 'slow and fine' }], usage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
+    expect(await slow.result).toEqual({ output: [{ type: 'text', text: 'slow and fine' }], usage: { inputTokens: 0, outputTokens: 4 }, totalUsage: { inputTokens: 0, outputTokens: 4 }, stopReason: 'completed' })
     const next = await host.spawn.start({ prompt: 'again', parent, signal: signal() })
     expect((await next.result).stopReason).toBe('completed')
     await Promise.all([slow.dispose(), crash.dispose(), next.dispose()])
@@ -188,7 +188,7 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     const second = await host.spawn.start({ prompt: 'two', parent, signal: signal() })
     await untilToolRuns(host, second.id) // the second child is burning CPU on that thread
     await first.dispose()
-    expect(await second.result).toEqual({ output: [{ type: 'text', text: 'second done' }], usage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
+    expect(await second.result).toEqual({ output: [{ type: 'text', text: 'second done' }], usage: { inputTokens: 0, outputTokens: 6 }, totalUsage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
     await second.dispose()
   })
 

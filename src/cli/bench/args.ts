@@ -2,8 +2,12 @@
 import { parseArgs } from 'node:util'
 import { UsageError } from '../usage.js'
 
-export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m', 'S10'] as const
+export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m', 'S10', 'G2', 'G3', 'O3', 'O9'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
+
+/** The A/B rows: run only when --only names them, so a default run's table and time are as before. */
+const AB_IDS: readonly ScenarioId[] = ['G2', 'G3', 'O3', 'O9']
+const DEFAULT_IDS = SCENARIO_IDS.filter((id) => !AB_IDS.includes(id))
 
 export interface BenchArgs {
   quick: boolean
@@ -35,6 +39,10 @@ The remote column (S1-S4, S8, S9) is the BullMQ transport: two worker node proce
 its end, beside a bare BullMQ job round trip on the same Redis (the bullmq floor). It needs the
 bullmq and ioredis packages and a Redis answering PING within a second; without them it is
 skipped with one line on stderr and the rest runs as before.
+
+G2, G3, O3 and O9 are A/B rows on the worker transport, same run, rounds taking turns: S2's and
+S3's workloads with every limit set against none, and S3's and S9's traced (instrument() with the
+OpenTelemetry SDK, a dev dependency) and listened to against neither. They run only when named.
 
   --quick        fewer samples and children: noisier figures in about a minute
   --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too
@@ -74,7 +82,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   return {
     quick: values.quick ?? false,
     help: values.help ?? false,
-    only: values.only === undefined ? [...SCENARIO_IDS] : parseOnly(values.only),
+    only: values.only === undefined ? DEFAULT_IDS : parseOnly(values.only),
     json: values.json,
     svg: values.svg,
     remote: !(values['no-remote'] ?? false),

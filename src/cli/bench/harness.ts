@@ -4,7 +4,7 @@
  * way the scenario expects, since a benchmark of failing runs measures nothing.
  */
 import { availableParallelism } from 'node:os'
-import { createHost, ScriptedModel, type Agent, type Host, type PoolOptions, type ScriptEntry, type SubagentResult, type SubagentRun } from '../../index.js'
+import { createHost, ScriptedModel, type Agent, type ChildLimits, type Host, type PoolOptions, type ScriptEntry, type SubagentResult, type SubagentRun } from '../../index.js'
 import { BENCH_MODULE } from './module-url.js'
 import type { RemoteRig } from './remote.js'
 import type { Mode } from './types.js'
@@ -44,19 +44,24 @@ export interface HostSetup {
   /** Ignored by the remote transport: its nodes are sized when the bench starts them (remote.ts). */
   pool?: PoolOptions
   abortGraceMs?: number
+  /** The host's default limits for every child (the governance rows, G2 and G3). */
+  limits?: ChildLimits
   /** Required for the remote variant: the nodes and the Redis it runs on. */
   remote?: RemoteRig
 }
 
 export function benchHost(variant: Variant, setup: HostSetup = {}): BenchHost {
   const mode = modeOf(variant)
-  const grace = setup.abortGraceMs === undefined ? {} : { abortGraceMs: setup.abortGraceMs }
+  const shared = {
+    ...(setup.abortGraceMs === undefined ? {} : { abortGraceMs: setup.abortGraceMs }),
+    ...(setup.limits === undefined ? {} : { limits: setup.limits }),
+  }
   let host: Host
   let nodePids: readonly number[] = []
   if (mode === 'remote') {
     if (!setup.remote) throw new Error('a remote bench host needs the remote rig (remote.ts)')
     // The nodes serve the bench module (--agent-module), so children load the same tool code there.
-    host = createHost({ transport: setup.remote.transport(), agentModule: BENCH_MODULE, ...grace })
+    host = createHost({ transport: setup.remote.transport(), agentModule: BENCH_MODULE, ...shared })
     nodePids = setup.remote.nodePids
   } else {
     host = createHost({
@@ -67,7 +72,7 @@ export function benchHost(variant: Variant, setup: HostSetup = {}): BenchHost {
       agentModule: BENCH_MODULE,
       // Idle runners must not exit between a scenario's rounds: that would measure their start-up.
       pool: { idleTimeoutMs: 600_000, ...setup.pool },
-      ...grace,
+      ...shared,
     })
   }
   // Children inherit the parent's provider, so the variant's model is chosen here once.

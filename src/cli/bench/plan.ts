@@ -22,6 +22,11 @@ export interface Plan {
   stream: { children: number; threads: number; rounds: number }
   /** S10: fresh hosts, one per transport a round, each timed to its first child's result. */
   coldStart: { rounds: number }
+  /**
+   * The A/B rows (G2, G3, O3, O9): rounds of each arm, taking turns; a round is a batch of
+   * S2's (latency.batch delegations), a round of S3's (throughput.total) or a fan-in of S9's.
+   */
+  ab: { rounds: number }
 }
 
 export const FULL_PLAN: Plan = {
@@ -33,6 +38,7 @@ export const FULL_PLAN: Plan = {
   abort: { rounds: 10, graceMs: 200 },
   stream: { children: 1000, threads: 3, rounds: 3 },
   coldStart: { rounds: 10 },
+  ab: { rounds: 16 },
 }
 
 export const QUICK_PLAN: Plan = {
@@ -46,4 +52,5 @@ export const QUICK_PLAN: Plan = {
   // Fewer children, same stream (100 chunks at 20 ms): each batch still takes its ideal 2 s.
   stream: { children: 50, threads: 3, rounds: 1 },
   coldStart: { rounds: 2 },
+  ab: { rounds: 8 },
 }

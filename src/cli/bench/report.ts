@@ -47,6 +47,8 @@ export function modesOf(report: BenchReport): readonly Mode[] {
 
 export function renderTable(report: BenchReport, style: Style): string {
   const remote = hasRemote(report)
+  // The A/B rows' ratio (feature on over off) gets a column only when the run has such a row.
+  const ab = report.scenarios.some((r) => r.ab)
   const rows = report.scenarios.map((r) => [
     style.bold(r.id),
     ...modesOf(report).map((mode) => (r[mode] ? cell(r[mode], r.unit) : 'n/a')),
@@ -56,8 +58,9 @@ export function renderTable(report: BenchReport, style: Style): string {
     ratioCell(r.ratio),
     ratioCell(r.processRatio.worker),
     ...(remote ? [ratioCell(r.remoteRatio?.worker ?? null)] : []),
+    ...(ab ? [ratioCell(r.ab?.ratio ?? null)] : []),
   ])
-  const head = ['scenario', ...modesOf(report), 'piscina floor', 'channel floor', ...(remote ? ['bullmq floor'] : []), 'worker/inline', 'process/worker', ...(remote ? ['remote/worker'] : [])]
+  const head = ['scenario', ...modesOf(report), 'piscina floor', 'channel floor', ...(remote ? ['bullmq floor'] : []), 'worker/inline', 'process/worker', ...(remote ? ['remote/worker'] : []), ...(ab ? ['on/off'] : [])]
   return table(head, rows, style)
 }
 
@@ -108,6 +111,13 @@ function extraNotes(r: ScenarioResult, modes: readonly Mode[]): string {
   return notes.map((note) => ` ${note}`).join('')
 }
 
+/** An A/B row's two arms: what on and off are, off's figure, and the ratios of the medians. */
+function abNote(r: ScenarioResult): string {
+  if (!r.ab) return ''
+  const { on, off, offFigure, ratio, cpuRatio } = r.ab
+  return ` An A/B row on the worker transport (inline and process n/a), same run, rounds taking turns. On (the worker cell): ${on}. Off: ${off}, ${cell(offFigure, r.unit)}. On/off ${ratioCell(ratio)}; host CPU per unit of work on/off ${ratioCell(cpuRatio)}.`
+}
+
 const capitalized = (mode: Mode) => `${mode[0]!.toUpperCase()}${mode.slice(1)}`
 
 /** What the remote column is, or why the run has none (when a selected row would have had one). */
@@ -127,7 +137,7 @@ export function renderNotes(report: BenchReport, style: Style): string {
     const moduleModel = r.workerModuleModel ? ` Worker with a module model (no RPC per step): ${cell(r.workerModuleModel, r.unit)}.` : ''
     const notApplicable = modes.flatMap((mode) => (r.notApplicable?.[mode] ? [` ${capitalized(mode)}: not applicable, ${r.notApplicable[mode]}.`] : [])).join('')
     const noGoal = r.goals.length === 0 ? ' Reported, no goal.' : ''
-    return `  ${r.id}  ${r.title}; one sample = ${r.metric}.${moduleModel}${extraNotes(r, modes)}${notApplicable}${noGoal}`
+    return `  ${r.id}  ${r.title}; one sample = ${r.metric}.${moduleModel}${abNote(r)}${extraNotes(r, modes)}${notApplicable}${noGoal}`
   })
   const models = [...new Set(report.scenarios.map((r) => r.model))]
   return [

@@ -51,6 +51,8 @@ function barsOf(result: ScenarioResult): Bar[] {
     { label: 'inline', figure: result.inline, color: COLORS.inline },
     { label: 'worker', figure: result.worker, color: COLORS.worker },
   ]
+  // An A/B row: the worker bar is the feature on, this one the same workload with it off.
+  if (result.ab) bars.push({ label: 'worker, off', figure: result.ab.offFigure, color: COLORS.inline })
   if (result.workerModuleModel) bars.push({ label: 'worker, module model', figure: result.workerModuleModel, color: COLORS.moduleModel })
   bars.push({ label: 'process', figure: result.process, color: COLORS.process })
   // Absent when the run had no remote column; null (n/a) on a row it does not apply to.

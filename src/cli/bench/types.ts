@@ -123,6 +123,12 @@ export interface ScenarioResult {
   goals: Goal[]
   /** Every goal met, on whichever transport (true for a row without goals). */
   met: boolean
+  /**
+   * An A/B row (G2, G3, O3, O9): the worker transport with a feature on (the `worker` figure)
+   * against off (`offFigure`), same run, rounds taking turns; `ratio` is on over off (medians),
+   * `cpuRatio` the same for the host's CPU per unit of work.
+   */
+  ab?: { on: string; off: string; offFigure: Figure; ratio: number; cpuRatio: number }
   /** Secondary figures (e.g. CPU per delegation, heap vs RSS, per-delegation latency in throughput runs). */
   extra?: Extra
 }

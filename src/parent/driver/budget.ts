@@ -45,6 +45,8 @@ export class Budget {
   #reportedSteps = 0
   #servedSteps = 0
   #spent: LimitReason | undefined
+  /** Whether any usage was counted for this node or a descendant: `totalUsage` is absent until then. */
+  #counted = false
 
   constructor(parent: Budget | undefined, limits: ChildLimits, spentBefore = 0) {
     this.parent = parent
@@ -145,8 +147,16 @@ export class Budget {
     this.#spend(() => void (this.#served = add(this.#served, usage)))
   }
 
-  /** Own usage plus every descendant's: the rollup of this agent's whole tree (what `totalUsage` will report). */
-  totalUsage(): Usage {
+  /**
+   * Own usage plus every descendant's, as the host counted it (what `totalUsage` reports): a
+   * descendant counts because the host metered it, never because a runner said so. Absent while
+   * nothing in the tree reported any usage.
+   */
+  totalUsage(): Usage | undefined {
+    return this.#counted ? this.#tree() : undefined
+  }
+
+  #tree(): Usage {
     return add(this.#own(), this.#descendants)
   }
 
@@ -155,13 +165,14 @@ export class Budget {
   }
 
   #total(): number {
-    return this.#before + tokens(this.totalUsage())
+    return this.#before + tokens(this.#tree())
   }
 
   /** Applies a change to this node's own usage, rolls it up the tree, and stops every subtree now over its budget. */
   #spend(change: () => void): void {
     const before = this.#own()
     change()
+    for (let node: Budget | undefined = this; node && !node.#counted; node = node.parent) node.#counted = true
     const after = this.#own()
     const delta = { inputTokens: after.inputTokens - before.inputTokens, outputTokens: after.outputTokens - before.outputTokens }
     if (delta.inputTokens === 0 && delta.outputTokens === 0) return

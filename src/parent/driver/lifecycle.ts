@@ -22,6 +22,8 @@ export interface SubagentEndEvent extends SubagentStartEvent {
   /** From publication to the settled result. */
   durationMs: number
   usage?: Usage
+  /** Own usage plus every descendant's, as on the result. */
+  totalUsage?: Usage
   /** Why the run did not complete (only then). */
   diagnostic?: string
   /** How often the child was rebuilt on another runner (CONTRACT.md §8); only when it was. */

@@ -1,0 +1,73 @@
+/**
+ * CONTRACT.md §12, `totalUsage`, on every transport: a child's own usage plus every
+ * descendant's, over a three-level tree (child, grandchild, great-grandchild), on the result, on
+ * `subagent/end` and on the `child:end` channel, with exact numbers. The sums are the host's own
+ * count of the tree: nothing a runner says of its descendants is asked for.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createSubagentTool, type ChildEndMessage, type StreamChunk, type SubagentEndEvent, type Usage } from 'subagent-worker'
+import { closeHosts, setup, TRANSPORTS } from '../support/harness.js'
+import { waitFor } from '../support/loop-helpers.js'
+
+afterEach(closeHosts)
+
+const CHILD_END = 'subagent-worker:child:end'
+
+const usage = (inputTokens: number, outputTokens: number): StreamChunk => ({ type: 'usage', inputTokens, outputTokens })
+const delegateStep = (id: string, prompt: string, spent: StreamChunk): StreamChunk[] => [
+  { type: 'tool-call', id, name: 'subagent', arguments: JSON.stringify({ description: `${prompt} task`, prompt }) },
+  spent,
+  { type: 'finish', reason: 'tool-calls' },
+]
+const textStep = (text: string, spent: StreamChunk): StreamChunk[] => [{ type: 'text-delta', text }, spent, { type: 'finish', reason: 'stop' }]
+
+// One host model serves the whole tree, one request at a time (each parent waits on its child):
+// child step 1, grandchild step 1, great-grandchild, grandchild step 2, child step 2. Every count
+// is a distinct power of two, so a sum that misses or repeats a step cannot come out right.
+const SCRIPT = [
+  delegateStep('c1', 'grandchild', usage(1, 2)),
+  delegateStep('g1', 'great-grandchild', usage(4, 8)),
+  textStep('leaf done', usage(256, 512)),
+  textStep('middle done', usage(64, 128)),
+  textStep('top done', usage(16, 32)),
+]
+
+const OWN: Record<number, Usage> = { 1: { inputTokens: 17, outputTokens: 34 }, 2: { inputTokens: 68, outputTokens: 136 }, 3: { inputTokens: 256, outputTokens: 512 } }
+const TOTAL: Record<number, Usage> = { 1: { inputTokens: 341, outputTokens: 682 }, 2: { inputTokens: 324, outputTokens: 648 }, 3: { inputTokens: 256, outputTokens: 512 } }
+
+describe.each(TRANSPORTS)('§12 totalUsage [%s]', (transport) => {
+  it('a three-level tree: own usage plus every descendant’s on the result, subagent/end and child:end', async () => {
+    const fixture = setup(transport, SCRIPT)
+    fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn', enableRunInBackground: false }))
+    const ends: SubagentEndEvent[] = []
+    fixture.host.on('subagent/end', (end) => ends.push(end))
+    const published: ChildEndMessage[] = []
+    const onEnd = (message: unknown) => published.push(message as ChildEndMessage)
+    subscribe(CHILD_END, onEnd)
+    try {
+      const result = await fixture.host.spawn.run({ prompt: 'delegate twice down', parent: fixture.parent })
+      expect(result).toEqual({ output: [{ type: 'text', text: 'top done' }], usage: OWN[1], totalUsage: TOTAL[1], stopReason: 'completed' })
+      expect(fixture.model.requests).toHaveLength(5)
+      await waitFor(() => ends.length === 3 && published.length === 3, 'three ends')
+      for (const depth of [1, 2, 3]) {
+        expect(ends.find((end) => end.depth === depth)).toMatchObject({ stopReason: 'completed', usage: OWN[depth], totalUsage: TOTAL[depth] })
+        expect(published.find((end) => end.depth === depth)).toMatchObject({ stopReason: 'completed', usage: OWN[depth], totalUsage: TOTAL[depth] })
+      }
+    } finally {
+      unsubscribe(CHILD_END, onEnd)
+    }
+  })
+
+  it('absent when nothing in the tree reported usage', async () => {
+    const fixture = setup(transport, [[{ type: 'text-delta', text: 'free' }, { type: 'finish', reason: 'stop' }]])
+    const result = await fixture.host.spawn.run({ prompt: 'no usage', parent: fixture.parent })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'free' }], stopReason: 'completed' })
+  })
+
+  it('a zero count is a count: the tree reports zero, as the child’s own usage does', async () => {
+    const fixture = setup(transport, [textStep('zero', usage(0, 0))])
+    const result = await fixture.host.spawn.run({ prompt: 'zero usage', parent: fixture.parent })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'zero' }], usage: { inputTokens: 0, outputTokens: 0 }, totalUsage: { inputTokens: 0, outputTokens: 0 }, stopReason: 'completed' })
+  })
+})
