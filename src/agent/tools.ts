@@ -5,13 +5,11 @@
  * once added they stay, and their denial outranks every hook.
  */
 import type { ToolFilter } from '../protocol/child.js'
-import type { ContentBlock } from '../protocol/content.js'
 import type { ToolErrorCode } from '../protocol/session.js'
-import { MAX_VALUE_DEPTH, withinDepth } from '../protocol/values.js'
 import type { AgentView } from './view.js'
 import type { ToolSchema } from './model.js'
 import type { Infer } from './infer.js'
-import { argumentValidator, checkSchemaSubset, describeErrors } from './schema.js'
+import { checkSchemaSubset } from './schema.js'
 import { isLibrarySchema, toJsonSchema } from './to-json-schema.js'
 
 export interface ToolExecution {
@@ -90,45 +88,6 @@ export class ToolError extends Error {
     super(message)
     this.code = code
   }
-}
-
-/** The refusal of a call to a tool the agent cannot see (unknown, or filtered out). */
-export function unknownTool(name: string): ToolError {
-  return new ToolError(`unknown tool "${name}"`, 'UNKNOWN_TOOL')
-}
-
-/**
- * Why a call of `tool` with these parsed arguments must not run, as the model will read it; or
- * undefined when it may run. The loop asks before running a tool, and the host asks again before
- * running a host tool for a child on another thread, so both refuse alike.
- */
-export function refusalOf(tool: ToolDefinition, args: unknown, delegated: boolean): ToolError | undefined {
-  if (!withinDepth(args)) return new ToolError(`arguments for "${tool.name}" are nested deeper than ${MAX_VALUE_DEPTH} levels`, 'INVALID_ARGS')
-  const validate = argumentValidator(tool.parameters)
-  if (!validate(args)) return new ToolError(`invalid arguments for "${tool.name}": ${describeErrors(validate)}`, 'INVALID_ARGS')
-  if (tool.needsApproval && delegated) {
-    return new ToolError(`tool "${tool.name}" needs approval, which a delegated subagent cannot ask for; report that it could not be run`, 'DENIED')
-  }
-  return undefined
-}
-
-/** A tool value too deep to be recorded or to cross a boundary. */
-export function valueTooDeep(name: string): ToolError {
-  return new ToolError(`tool "${name}" returned a value nested deeper than ${MAX_VALUE_DEPTH} levels, which cannot be recorded`)
-}
-
-/** A value whose text was already rendered elsewhere (a host tool called from a worker thread). */
-export class RenderedValue {
-  constructor(
-    readonly value: unknown,
-    readonly text: string,
-  ) {}
-}
-
-export function renderToolValue(tool: ToolDefinition, value: unknown): { content: ContentBlock[]; value: unknown } {
-  if (value instanceof RenderedValue) return { content: [{ type: 'text', text: value.text }], value: value.value }
-  const text = tool.render ? tool.render(value) : typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
-  return { content: [{ type: 'text', text }], value }
 }
 
 /** Checks a filter's shape and that each name is a global tool; throws a clear error otherwise. */
