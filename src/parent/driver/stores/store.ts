@@ -45,7 +45,7 @@ const SESSION_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/
 /** Returns `id` when a session may have it; throws a TypeError saying what an id may be. */
 export function checkSessionId(id: unknown): string {
   if (typeof id !== 'string' || !SESSION_ID.test(id)) {
-    throw new TypeError(`session id ${JSON.stringify(id)} is not allowed: use 1 to 200 letters, digits, "../..", "_" or "-" (it names a file in an ndjson store)`)
+    throw new TypeError(`session id ${JSON.stringify(id)} is not allowed: use 1 to 200 letters, digits, ".", "_" or "-" (it names a file in an ndjson store)`)
   }
   return id
 }
