@@ -2,6 +2,7 @@
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { defineAgentModule, type AgentModule } from './module.js'
+import { messageOf } from '../protocol/errors.js'
 
 /** A file URL for an absolute path, or the URL itself (the host refuses a relative path first). */
 export function agentModuleUrl(specifier: string | URL): URL {
@@ -38,14 +39,14 @@ async function importAgentModule(href: string): Promise<AgentModule> {
   try {
     return defineAgentModule(exported as AgentModule)
   } catch (error) {
-    throw new TypeError(`agent module ${href} is not a valid agent module: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new TypeError(`agent module ${href} is not a valid agent module: ${messageOf(error)}`, { cause: error })
   }
 }
 
 /** Why an import failed; a sandboxed child process says what it may not read, and how to grant it. */
 function loadFailure(error: unknown): string {
   const { code, permission, resource } = (error ?? {}) as { code?: unknown; permission?: unknown; resource?: unknown }
-  const message = error instanceof Error ? error.message : String(error)
+  const message = messageOf(error)
   if (code !== 'ERR_ACCESS_DENIED' || typeof resource !== 'string') return message
   return `${message}: the sandbox does not grant ${String(permission)} on ${resource} (grant it with the host's sandbox.fsRead)`
 }

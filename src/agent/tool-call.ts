@@ -5,7 +5,8 @@
  * The callers differ only in how they find the tool and what they do with the outcome.
  */
 import type { ContentBlock } from '../protocol/content.js'
-import { MAX_VALUE_DEPTH, messageOf, withinDepth } from '../protocol/values.js'
+import { MAX_VALUE_DEPTH, withinDepth } from '../protocol/values.js'
+import { messageOf } from '../protocol/errors.js'
 import { argumentValidator, describeErrors } from './schema.js'
 import { ToolError, type ToolDefinition, type ToolExecution } from './tools.js'
 

@@ -29,7 +29,7 @@ import { NodeLink } from '../remote/node-link.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
 import { childJob, decode, encode, takesOf, type TakeMessage } from '../remote/envelope.js'
 import { DEFAULT_QUEUE, hostChannel, nodeChannel, queueName, validQueueName } from './names.js'
-import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, subagentError, versionMismatchText } from '../protocol/errors.js'
+import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, messageOf, subagentError, versionMismatchText } from '../protocol/errors.js'
 
 export interface BullmqTransportOptions {
   /** Where Redis is: a `redis://` or `rediss://` URL, or ioredis options (credentials and TLS pass through). */
@@ -350,7 +350,7 @@ class BullmqTransport implements ChildTransport {
       return await within(promise, ms, () => `${failed} within ${ms} ms (redisTimeoutMs): ${this.#lastRedisError?.message ?? 'no answer'}. Is Redis running and reachable?`)
     } catch (error) {
       if (error instanceof Error && error.message.startsWith(failed)) throw error
-      throw new Error(`${failed}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      throw new Error(`${failed}: ${messageOf(error)}`, { cause: error })
     }
   }
 

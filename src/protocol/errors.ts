@@ -2,6 +2,18 @@
  * The library's errors: each has a stable `code` (`ERR_SUBAGENT_*`) a caller can branch on, and
  * the texts both ends of a boundary say (a version mismatch, a closed host) are written here once.
  */
+import { describeValue } from './values.js'
+
+/**
+ * The one error-to-text helper: an error's message, a string as itself, a message-bearing object
+ * (an AI SDK error part) by its message, anything else as JSON.
+ */
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message
+  if (typeof error === 'string') return error
+  const message = (error as { message?: unknown } | null)?.message
+  return typeof message === 'string' ? message : describeValue(error)
+}
 
 /** The codes of errors made here; a code never changes once released. */
 export type SubagentErrorCode = 'ERR_SUBAGENT_VERSION' | 'ERR_SUBAGENT_HOST_CLOSED'
