@@ -2,12 +2,12 @@
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { defineAgentModule, type AgentModule } from './module.js'
-import { messageOf } from '../protocol/errors.js'
+import { messageOf, subagentError } from '../protocol/errors.js'
 
 /** A file URL for an absolute path, or the URL itself (the host refuses a relative path first). */
 export function agentModuleUrl(specifier: string | URL): URL {
   if (specifier instanceof URL) return specifier
-  if (typeof specifier !== 'string' || specifier === '') throw new TypeError('agentModule must be a path or a URL')
+  if (typeof specifier !== 'string' || specifier === '') throw subagentError('ERR_SUBAGENT_DEFINITION', 'agentModule must be a path or a URL')
   if (/^[a-z][a-z0-9+.-]*:/i.test(specifier) && !isAbsolute(specifier)) return new URL(specifier)
   return pathToFileURL(resolve(specifier))
 }
@@ -30,16 +30,16 @@ async function importAgentModule(href: string): Promise<AgentModule> {
   try {
     namespace = await import(href)
   } catch (error) {
-    throw new Error(`agent module ${href} failed to load: ${loadFailure(error)}`, { cause: error })
+    throw subagentError('ERR_SUBAGENT_MODULE_LOAD', `agent module ${href} failed to load: ${loadFailure(error)}`, { cause: error })
   }
   const exported = namespace.default ?? namespace.agentModule
   if (exported === undefined) {
-    throw new TypeError(`agent module ${href} must export its module as default: export default defineAgentModule({ ... })`)
+    throw subagentError('ERR_SUBAGENT_DEFINITION', `agent module ${href} must export its module as default: export default defineAgentModule({ ... })`)
   }
   try {
     return defineAgentModule(exported as AgentModule)
   } catch (error) {
-    throw new TypeError(`agent module ${href} is not a valid agent module: ${messageOf(error)}`, { cause: error })
+    throw subagentError('ERR_SUBAGENT_DEFINITION', `agent module ${href} is not a valid agent module: ${messageOf(error)}`, { cause: error })
   }
 }
 

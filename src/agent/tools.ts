@@ -11,6 +11,7 @@ import type { ToolSchema } from './model.js'
 import type { Infer } from './infer.js'
 import { checkSchemaSubset } from './schema.js'
 import { isLibrarySchema, toJsonSchema } from './to-json-schema.js'
+import { subagentError } from '../protocol/errors.js'
 
 export interface ToolExecution {
   /** The calling agent (for a host tool called by a worker child: the host's view of it). */
@@ -59,13 +60,13 @@ export type ArgsOf<P> = Infer<P, Record<string, unknown>>
 export function defineTool<const P extends object>(definition: ToolInput<P, ArgsOf<P>>): ToolDefinition<ArgsOf<P>>
 export function defineTool<Args = Record<string, unknown>>(definition: ToolDefinition<Args>): ToolDefinition<Args>
 export function defineTool(definition: ToolInput<object, never>): ToolDefinition<never> {
-  if (typeof definition !== 'object' || definition === null) throw new TypeError('defineTool needs a tool definition object')
+  if (typeof definition !== 'object' || definition === null) throw subagentError('ERR_SUBAGENT_DEFINITION', 'defineTool needs a tool definition object')
   const { name, description, parameters, execute } = definition
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
-    throw new TypeError(`tool name ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, "_" or "-"`)
+    throw subagentError('ERR_SUBAGENT_DEFINITION', `tool name ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, "_" or "-"`)
   }
-  if (typeof description !== 'string') throw new TypeError(`tool "${name}" needs a string description`)
-  if (typeof execute !== 'function') throw new TypeError(`tool "${name}" needs an execute function`)
+  if (typeof description !== 'string') throw subagentError('ERR_SUBAGENT_DEFINITION', `tool "${name}" needs a string description`)
+  if (typeof execute !== 'function') throw subagentError('ERR_SUBAGENT_DEFINITION', `tool "${name}" needs an execute function`)
   const what = `tool "${name}" parameters`
   if (isLibrarySchema(parameters)) return { ...definition, parameters: toJsonSchema(parameters, { what }) }
   checkSchemaSubset(parameters, what)
@@ -93,7 +94,7 @@ export class ToolError extends Error {
 /** Checks a filter's shape and that each name is a global tool; throws a clear error otherwise. */
 export function checkToolFilter(filter: unknown, globalNames: Iterable<string>): ToolFilter {
   if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-    throw new TypeError('toolFilter must be an object { allow?: string[], deny?: string[] }')
+    throw subagentError('ERR_SUBAGENT_TOOL_FILTER', 'toolFilter must be an object { allow?: string[], deny?: string[] }')
   }
   const known = new Set(globalNames)
   const checked: ToolFilter = {}
@@ -101,12 +102,12 @@ export function checkToolFilter(filter: unknown, globalNames: Iterable<string>):
     const names = (filter as ToolFilter)[key]
     if (names === undefined) continue
     if (!Array.isArray(names) || !names.every((n) => typeof n === 'string')) {
-      throw new TypeError(`toolFilter.${key} must be an array of tool names`)
+      throw subagentError('ERR_SUBAGENT_TOOL_FILTER', `toolFilter.${key} must be an array of tool names`)
     }
     const unknown = names.filter((n) => !known.has(n))
     if (unknown.length > 0) {
       const list = [...known].sort().join(', ') || 'none'
-      throw new Error(`toolFilter.${key} names an unknown global tool: ${unknown.map((n) => `"${n}"`).join(', ')} (global tools: ${list})`)
+      throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `toolFilter.${key} names an unknown global tool: ${unknown.map((n) => `"${n}"`).join(', ')} (global tools: ${list})`)
     }
     checked[key] = [...names]
   }
@@ -132,7 +133,7 @@ export class ToolScope {
 
   /** Adds a tool to this agent alone; returns its removal. */
   register(tool: ToolDefinition): () => void {
-    if (this.#own.has(tool.name)) throw new Error(`tool "${tool.name}" is already registered on this agent`)
+    if (this.#own.has(tool.name)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `tool "${tool.name}" is already registered on this agent`)
     this.#own.set(tool.name, tool)
     return () => {
       if (this.#own.get(tool.name) === tool) this.#own.delete(tool.name)

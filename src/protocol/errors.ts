@@ -15,12 +15,26 @@ export function messageOf(error: unknown): string {
   return typeof message === 'string' ? message : describeValue(error)
 }
 
-/** The codes of errors made here; a code never changes once released. */
-export type SubagentErrorCode = 'ERR_SUBAGENT_VERSION' | 'ERR_SUBAGENT_HOST_CLOSED'
+/**
+ * Every code made here and the built-in class its errors extend: a caller's mistake in what it
+ * passed is a TypeError, as before; anything else an Error. A code never changes once released.
+ */
+const KINDS = {
+  ERR_SUBAGENT_VERSION: 'error',
+  ERR_SUBAGENT_HOST_CLOSED: 'error',
+  ERR_SUBAGENT_DEFINITION: 'type',
+  ERR_SUBAGENT_TOOL_FILTER: 'type',
+  ERR_SUBAGENT_UNKNOWN_NAME: 'error',
+  ERR_SUBAGENT_DUPLICATE: 'error',
+  ERR_SUBAGENT_MODULE_LOAD: 'error',
+  ERR_SUBAGENT_SESSION_ID: 'type',
+  ERR_SUBAGENT_STORE: 'error',
+} as const satisfies Record<`ERR_SUBAGENT_${string}`, 'error' | 'type'>
 
+export type SubagentErrorCode = keyof typeof KINDS
+
+// The name stays the built-in's ("Error", "TypeError"): texts and wire errors read as before.
 export class SubagentError extends Error {
-  override name = 'SubagentError'
-
   constructor(
     readonly code: SubagentErrorCode,
     message: string,
@@ -30,9 +44,19 @@ export class SubagentError extends Error {
   }
 }
 
-/** The one factory: every error made here names its code. */
-export function subagentError(code: SubagentErrorCode, message: string, options?: ErrorOptions): SubagentError {
-  return new SubagentError(code, message, options)
+export class SubagentTypeError extends TypeError {
+  constructor(
+    readonly code: SubagentErrorCode,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options)
+  }
+}
+
+/** The one factory: the code says which class the error is. */
+export function subagentError(code: SubagentErrorCode, message: string, options?: ErrorOptions): SubagentError | SubagentTypeError {
+  return KINDS[code] === 'type' ? new SubagentTypeError(code, message, options) : new SubagentError(code, message, options)
 }
 
 /**
@@ -45,7 +69,7 @@ export function versionMismatchText(theirs: string, theirVersion: unknown, ours:
 }
 
 /** A call on a host already closing; `todo` says what it would have done ("start more subagents"). */
-export function hostClosed(todo: string): SubagentError {
+export function hostClosed(todo: string): Error {
   return subagentError('ERR_SUBAGENT_HOST_CLOSED', `the host is closed: create a new host to ${todo}`)
 }
 
@@ -53,6 +77,6 @@ export function hostClosed(todo: string): SubagentError {
 export const CLOSED_BEFORE_END = 'the host was closed before the child finished'
 
 /** A start a host's close overtook before it had a runner; `where` it waited: "for a slot", "in the queue". */
-export function closedWhileWaiting(where: string): SubagentError {
+export function closedWhileWaiting(where: string): Error {
   return subagentError('ERR_SUBAGENT_HOST_CLOSED', `the host was closed while the child waited ${where}`)
 }
