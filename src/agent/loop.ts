@@ -9,12 +9,14 @@ import type { ContentBlock, ToolCallBlock } from '../protocol/content.js'
 import type { SessionEvent, SessionHeader, ToolErrorCode, ToolResultData, TurnEndReason, Usage } from '../protocol/session.js'
 import type { FinishReason, StreamChunk } from '../protocol/stream.js'
 import { isContentBlock, isStreamChunk } from '../protocol/validators.js'
-import { describeShape, MAX_VALUE_DEPTH, messageOf, tryClone, withinDepth } from '../protocol/values.js'
+import { describeShape, MAX_VALUE_DEPTH, tryClone, withinDepth } from '../protocol/values.js'
+import { messageOf } from '../protocol/errors.js'
 import type { Model, ModelMessage, ModelRequest } from './model.js'
 import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
 import { Session } from './session.js'
-import { refusalOf, renderToolValue, ToolError, toolSchema, ToolScope, unknownTool, valueTooDeep, type ToolExecution, type ToolSource } from './tools.js'
+import { ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
+import { runModelCall } from './tool-call.js'
 import { readTurns, stopReasonOf } from './outcome.js'
 import { asLimitReason, limitDiagnostic, limitReason, limitStop, type LimitReason } from './limit-stop.js'
 import type { Agent, AgentOptions, AgentView, TurnOutcome } from './view.js'
@@ -352,32 +354,8 @@ export class AgentRuntime implements Agent {
     if (denial !== undefined) return { data: { ...base, ...errorResult('DENIED', denial) } }
 
     const execution: ToolExecution = { agent: this.#view, callId: call.id, signal, concludeTurn: step.conclude }
-    let args: unknown = call.arguments
-    let result: ToolResult
-    const tool = this.tools.resolve(call.name)
-    if (!tool) {
-      result = failure(unknownTool(call.name))
-    } else {
-      let parsed = true
-      try {
-        args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments)
-      } catch {
-        parsed = false
-      }
-      const refusal = parsed ? refusalOf(tool, args, this.#env.delegated) : new ToolError(`arguments for "${call.name}" are not valid JSON`, 'INVALID_ARGS')
-      if (refusal) {
-        result = failure(refusal)
-      } else {
-        try {
-          const value = await tool.execute(args as Record<string, unknown>, execution)
-          if (!withinDepth(value)) throw valueTooDeep(call.name)
-          const rendered = renderToolValue(tool, value)
-          result = { isError: false, content: rendered.content, ...keepable(rendered.value) }
-        } catch (error) {
-          result = error instanceof ToolError ? failure(error) : errorResult('FAILED', `tool "${call.name}" failed: ${thrownText(error)}`)
-        }
-      }
-    }
+    const { outcome, args } = await runModelCall(this.tools.resolve(call.name), call, execution, this.#env.delegated)
+    let result: ToolResult = outcome.ok ? { isError: false, content: outcome.content, ...keepable(outcome.value) } : failure(outcome.error)
     const { afterTool } = this.#env.hooks
     if (afterTool) {
       try {
@@ -442,25 +420,6 @@ function errorResult(code: ToolErrorCode, text: string): ToolResult {
 
 function failure(error: ToolError): ToolResult {
   return errorResult(error.code, error.message)
-}
-
-/** The host option that grants what Node's permission model denied (process transport). */
-const GRANTED_BY: Record<string, string> = {
-  FileSystemRead: 'sandbox.fsRead',
-  FileSystemWrite: 'sandbox.fsWrite',
-  ChildProcess: 'sandbox.childProcess',
-  WorkerThreads: 'sandbox.worker',
-}
-
-/** A tool's thrown error as the model reads it; a sandbox denial names the permission, what it guarded and the grant. */
-function thrownText(error: unknown): string {
-  const { code, permission, resource } = (error ?? {}) as { code?: unknown; permission?: unknown; resource?: unknown }
-  if (code === 'ERR_DLOPEN_DISABLED') return 'ERR_DLOPEN_DISABLED: the sandbox does not grant loading native addons (sandbox.addons)'
-  if (code !== 'ERR_ACCESS_DENIED') return messageOf(error)
-  const what = typeof permission === 'string' ? permission : 'this operation'
-  const where = typeof resource === 'string' && resource !== '' ? ` on ${resource}` : ''
-  const grant = typeof permission === 'string' && GRANTED_BY[permission] ? ` (${GRANTED_BY[permission]})` : ''
-  return `ERR_ACCESS_DENIED: the sandbox does not grant ${what}${where}${grant}`
 }
 
 const ERROR_CODES = new Set<unknown>(['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'])

@@ -2,11 +2,12 @@
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { defineAgentModule, type AgentModule } from './module.js'
+import { messageOf, subagentError } from '../protocol/errors.js'
 
 /** A file URL for an absolute path, or the URL itself (the host refuses a relative path first). */
 export function agentModuleUrl(specifier: string | URL): URL {
   if (specifier instanceof URL) return specifier
-  if (typeof specifier !== 'string' || specifier === '') throw new TypeError('agentModule must be a path or a URL')
+  if (typeof specifier !== 'string' || specifier === '') throw subagentError('ERR_SUBAGENT_DEFINITION', 'agentModule must be a path or a URL')
   if (/^[a-z][a-z0-9+.-]*:/i.test(specifier) && !isAbsolute(specifier)) return new URL(specifier)
   return pathToFileURL(resolve(specifier))
 }
@@ -29,23 +30,23 @@ async function importAgentModule(href: string): Promise<AgentModule> {
   try {
     namespace = await import(href)
   } catch (error) {
-    throw new Error(`agent module ${href} failed to load: ${loadFailure(error)}`, { cause: error })
+    throw subagentError('ERR_SUBAGENT_MODULE_LOAD', `agent module ${href} failed to load: ${loadFailure(error)}`, { cause: error })
   }
   const exported = namespace.default ?? namespace.agentModule
   if (exported === undefined) {
-    throw new TypeError(`agent module ${href} must export its module as default: export default defineAgentModule({ ... })`)
+    throw subagentError('ERR_SUBAGENT_DEFINITION', `agent module ${href} must export its module as default: export default defineAgentModule({ ... })`)
   }
   try {
     return defineAgentModule(exported as AgentModule)
   } catch (error) {
-    throw new TypeError(`agent module ${href} is not a valid agent module: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw subagentError('ERR_SUBAGENT_DEFINITION', `agent module ${href} is not a valid agent module: ${messageOf(error)}`, { cause: error })
   }
 }
 
 /** Why an import failed; a sandboxed child process says what it may not read, and how to grant it. */
 function loadFailure(error: unknown): string {
   const { code, permission, resource } = (error ?? {}) as { code?: unknown; permission?: unknown; resource?: unknown }
-  const message = error instanceof Error ? error.message : String(error)
+  const message = messageOf(error)
   if (code !== 'ERR_ACCESS_DENIED' || typeof resource !== 'string') return message
   return `${message}: the sandbox does not grant ${String(permission)} on ${resource} (grant it with the host's sandbox.fsRead)`
 }

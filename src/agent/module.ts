@@ -7,6 +7,7 @@ import type { ToolErrorCode } from '../protocol/session.js'
 import type { Model } from './model.js'
 import { defineTool, type ToolDefinition } from './tools.js'
 import type { AgentView } from './view.js'
+import { subagentError } from '../protocol/errors.js'
 
 export interface ToolCallInfo {
   id: string
@@ -36,21 +37,21 @@ export interface AgentModule {
 }
 
 export function defineAgentModule(module: AgentModule): AgentModule {
-  if (typeof module !== 'object' || module === null) throw new TypeError('defineAgentModule needs an object')
+  if (typeof module !== 'object' || module === null) throw subagentError('ERR_SUBAGENT_DEFINITION', 'defineAgentModule needs an object')
   for (const [name, model] of Object.entries(module.models ?? {})) {
-    if (typeof model?.stream !== 'function') throw new TypeError(`agent module model "${name}" has no stream() method`)
+    if (typeof model?.stream !== 'function') throw subagentError('ERR_SUBAGENT_DEFINITION', `agent module model "${name}" has no stream() method`)
   }
   const seen = new Set<string>()
   // Checked, and with zod or AI SDK parameters converted to JSON Schema once, where the module loads.
   const tools = (module.tools ?? []).map((tool) => {
     const defined = defineTool(tool)
-    if (seen.has(defined.name)) throw new Error(`agent module defines tool "${defined.name}" twice`)
+    if (seen.has(defined.name)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `agent module defines tool "${defined.name}" twice`)
     seen.add(defined.name)
     return defined
   })
   for (const hook of ['beforeStep', 'afterTool'] as const) {
     const fn = module.hooks?.[hook]
-    if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`agent module hook ${hook} must be a function`)
+    if (fn !== undefined && typeof fn !== 'function') throw subagentError('ERR_SUBAGENT_DEFINITION', `agent module hook ${hook} must be a function`)
   }
   return module.tools === undefined ? module : { ...module, tools }
 }

@@ -169,6 +169,11 @@ export function argumentValidator(schema: object): ValidateFunction {
   return validate
 }
 
+/** Every violation in Ajv's own words, as an MCP client is told of invalid arguments. */
+export function argumentErrorsText(validate: ValidateFunction): string {
+  return ajv.errorsText(validate.errors, { dataVar: 'arguments' })
+}
+
 /** The first violation, naming the field and the rule: `unknown property "x"`, `missing property "prompt"`, `arguments.n must be integer`. */
 export function describeErrors(validate: ValidateFunction): string {
   const error = validate.errors?.[0]

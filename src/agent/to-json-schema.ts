@@ -5,6 +5,7 @@
  * recognised by what it carries, so this runs wherever the caller's schema came from.
  */
 import { checkSchemaSubset, UnsupportedSchemaError } from './schema.js'
+import { messageOf } from '../protocol/errors.js'
 
 /** A plain JSON Schema object. */
 export type JsonSchema = Record<string, unknown>
@@ -114,7 +115,7 @@ function attempt(convertIt: () => unknown, what: string): unknown {
   try {
     return convertIt()
   } catch (error) {
-    throw new UnsupportedSchemaError(`${what} could not be converted to JSON Schema: ${error instanceof Error ? error.message : String(error)}`)
+    throw new UnsupportedSchemaError(`${what} could not be converted to JSON Schema: ${messageOf(error)}`)
   }
 }
 

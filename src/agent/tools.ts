@@ -5,14 +5,13 @@
  * once added they stay, and their denial outranks every hook.
  */
 import type { ToolFilter } from '../protocol/child.js'
-import type { ContentBlock } from '../protocol/content.js'
 import type { ToolErrorCode } from '../protocol/session.js'
-import { MAX_VALUE_DEPTH, withinDepth } from '../protocol/values.js'
 import type { AgentView } from './view.js'
 import type { ToolSchema } from './model.js'
 import type { Infer } from './infer.js'
-import { argumentValidator, checkSchemaSubset, describeErrors } from './schema.js'
+import { checkSchemaSubset } from './schema.js'
 import { isLibrarySchema, toJsonSchema } from './to-json-schema.js'
+import { subagentError } from '../protocol/errors.js'
 
 export interface ToolExecution {
   /** The calling agent (for a host tool called by a worker child: the host's view of it). */
@@ -61,13 +60,13 @@ export type ArgsOf<P> = Infer<P, Record<string, unknown>>
 export function defineTool<const P extends object>(definition: ToolInput<P, ArgsOf<P>>): ToolDefinition<ArgsOf<P>>
 export function defineTool<Args = Record<string, unknown>>(definition: ToolDefinition<Args>): ToolDefinition<Args>
 export function defineTool(definition: ToolInput<object, never>): ToolDefinition<never> {
-  if (typeof definition !== 'object' || definition === null) throw new TypeError('defineTool needs a tool definition object')
+  if (typeof definition !== 'object' || definition === null) throw subagentError('ERR_SUBAGENT_DEFINITION', 'defineTool needs a tool definition object')
   const { name, description, parameters, execute } = definition
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
-    throw new TypeError(`tool name ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, "_" or "-"`)
+    throw subagentError('ERR_SUBAGENT_DEFINITION', `tool name ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, "_" or "-"`)
   }
-  if (typeof description !== 'string') throw new TypeError(`tool "${name}" needs a string description`)
-  if (typeof execute !== 'function') throw new TypeError(`tool "${name}" needs an execute function`)
+  if (typeof description !== 'string') throw subagentError('ERR_SUBAGENT_DEFINITION', `tool "${name}" needs a string description`)
+  if (typeof execute !== 'function') throw subagentError('ERR_SUBAGENT_DEFINITION', `tool "${name}" needs an execute function`)
   const what = `tool "${name}" parameters`
   if (isLibrarySchema(parameters)) return { ...definition, parameters: toJsonSchema(parameters, { what }) }
   checkSchemaSubset(parameters, what)
@@ -92,49 +91,10 @@ export class ToolError extends Error {
   }
 }
 
-/** The refusal of a call to a tool the agent cannot see (unknown, or filtered out). */
-export function unknownTool(name: string): ToolError {
-  return new ToolError(`unknown tool "${name}"`, 'UNKNOWN_TOOL')
-}
-
-/**
- * Why a call of `tool` with these parsed arguments must not run, as the model will read it; or
- * undefined when it may run. The loop asks before running a tool, and the host asks again before
- * running a host tool for a child on another thread, so both refuse alike.
- */
-export function refusalOf(tool: ToolDefinition, args: unknown, delegated: boolean): ToolError | undefined {
-  if (!withinDepth(args)) return new ToolError(`arguments for "${tool.name}" are nested deeper than ${MAX_VALUE_DEPTH} levels`, 'INVALID_ARGS')
-  const validate = argumentValidator(tool.parameters)
-  if (!validate(args)) return new ToolError(`invalid arguments for "${tool.name}": ${describeErrors(validate)}`, 'INVALID_ARGS')
-  if (tool.needsApproval && delegated) {
-    return new ToolError(`tool "${tool.name}" needs approval, which a delegated subagent cannot ask for; report that it could not be run`, 'DENIED')
-  }
-  return undefined
-}
-
-/** A tool value too deep to be recorded or to cross a boundary. */
-export function valueTooDeep(name: string): ToolError {
-  return new ToolError(`tool "${name}" returned a value nested deeper than ${MAX_VALUE_DEPTH} levels, which cannot be recorded`)
-}
-
-/** A value whose text was already rendered elsewhere (a host tool called from a worker thread). */
-export class RenderedValue {
-  constructor(
-    readonly value: unknown,
-    readonly text: string,
-  ) {}
-}
-
-export function renderToolValue(tool: ToolDefinition, value: unknown): { content: ContentBlock[]; value: unknown } {
-  if (value instanceof RenderedValue) return { content: [{ type: 'text', text: value.text }], value: value.value }
-  const text = tool.render ? tool.render(value) : typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
-  return { content: [{ type: 'text', text }], value }
-}
-
 /** Checks a filter's shape and that each name is a global tool; throws a clear error otherwise. */
 export function checkToolFilter(filter: unknown, globalNames: Iterable<string>): ToolFilter {
   if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-    throw new TypeError('toolFilter must be an object { allow?: string[], deny?: string[] }')
+    throw subagentError('ERR_SUBAGENT_TOOL_FILTER', 'toolFilter must be an object { allow?: string[], deny?: string[] }')
   }
   const known = new Set(globalNames)
   const checked: ToolFilter = {}
@@ -142,12 +102,12 @@ export function checkToolFilter(filter: unknown, globalNames: Iterable<string>):
     const names = (filter as ToolFilter)[key]
     if (names === undefined) continue
     if (!Array.isArray(names) || !names.every((n) => typeof n === 'string')) {
-      throw new TypeError(`toolFilter.${key} must be an array of tool names`)
+      throw subagentError('ERR_SUBAGENT_TOOL_FILTER', `toolFilter.${key} must be an array of tool names`)
     }
     const unknown = names.filter((n) => !known.has(n))
     if (unknown.length > 0) {
       const list = [...known].sort().join(', ') || 'none'
-      throw new Error(`toolFilter.${key} names an unknown global tool: ${unknown.map((n) => `"${n}"`).join(', ')} (global tools: ${list})`)
+      throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `toolFilter.${key} names an unknown global tool: ${unknown.map((n) => `"${n}"`).join(', ')} (global tools: ${list})`)
     }
     checked[key] = [...names]
   }
@@ -173,7 +133,7 @@ export class ToolScope {
 
   /** Adds a tool to this agent alone; returns its removal. */
   register(tool: ToolDefinition): () => void {
-    if (this.#own.has(tool.name)) throw new Error(`tool "${tool.name}" is already registered on this agent`)
+    if (this.#own.has(tool.name)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `tool "${tool.name}" is already registered on this agent`)
     this.#own.set(tool.name, tool)
     return () => {
       if (this.#own.get(tool.name) === tool) this.#own.delete(tool.name)

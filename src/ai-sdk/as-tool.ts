@@ -4,12 +4,10 @@
  * its failures thrown with the exact text the library would give the model (the AI SDK sends a
  * thrown error's message back to the model as the tool's error result).
  */
-import { Ajv } from 'ajv'
 import { jsonSchema, tool, type Tool } from 'ai'
-import { ToolError, type AgentView, type ToolDefinition, type ToolExecution } from '../index.js'
-// The library's own wording of a violation (the field and the rule), as its loop gives the model.
-import { describeErrors } from '../agent/schema.js'
-import { describeError } from './error-text.js'
+import type { AgentView, ToolDefinition, ToolExecution } from '../index.js'
+// The library's own tool-call pipeline, so a call reads the same as in a library agent.
+import { argumentsCheck, executeTool, renderText } from '../agent/tool-call.js'
 import type { AiSdkModelMessage } from './parent-from-messages.js'
 
 /** What the AI SDK passes to `execute` (both versions), as far as it is used here. */
@@ -29,21 +27,17 @@ export function asAiSdkTool<Args extends Record<string, unknown>>(definition: To
   })
 }
 
-// The library's own argument check, so an invalid call reads the same as in a library agent.
-const ajv = new Ajv({ allErrors: false, strict: false })
 // Every version knows a schema by Symbol.for('vercel.ai.schema'), but `ai` 5 runs `validate` only
 // on objects also marked with this one (its own jsonSchema() sets both; `ai` 6 and 7 ignore it).
 const AI5_VALIDATOR = Symbol.for('vercel.ai.validator')
 
 export function inputSchemaOf<Args>(definition: ToolDefinition<Args>) {
-  const { $schema: _draft, ...body } = definition.parameters as Record<string, unknown>
-  const check = ajv.compile(body)
-  ajv.removeSchema(body) // Ajv would otherwise keep every compiled schema for good
+  const check = argumentsCheck(definition)
   const schema = jsonSchema<Args>(definition.parameters as Parameters<typeof jsonSchema>[0], {
-    validate: (value) =>
-      check(value)
-        ? { success: true, value: value as Args }
-        : { success: false, error: new Error(`invalid arguments for "${definition.name}": ${describeErrors(check)}`) },
+    validate: (value) => {
+      const invalid = check(value)
+      return invalid ? { success: false, error: new Error(invalid.message) } : { success: true, value: value as Args }
+    },
   })
   ;(schema as unknown as Record<symbol, unknown>)[AI5_VALIDATOR] = true
   return schema
@@ -62,12 +56,9 @@ export function toolExecution(agent: AgentView, options: ToolCallOptionsLike): T
 
 /** Runs the tool; a failure throws an Error whose message is what the model should read. */
 export async function runTool<Args>(definition: ToolDefinition<Args>, input: Args, exec: ToolExecution): Promise<unknown> {
-  try {
-    return await definition.execute(input, exec)
-  } catch (error) {
-    if (error instanceof ToolError) throw new ModelFacingError(error.message, error)
-    throw new ModelFacingError(`tool "${definition.name}" failed: ${describeError(error)}`, error)
-  }
+  const executed = await executeTool(definition, input, exec)
+  if (!executed.ok) throw new ModelFacingError(executed.error.message, executed.thrown ?? executed.error)
+  return executed.value
 }
 
 /**
@@ -85,6 +76,5 @@ class ModelFacingError extends Error {
 }
 
 export function render<Args>(definition: ToolDefinition<Args>, value: unknown): string {
-  if (definition.render) return definition.render(value)
-  return typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
+  return renderText(definition, value)
 }

@@ -9,10 +9,10 @@
 import type { Model, ModelRequest, StreamChunk } from '../index.js'
 import { RequestPolicy, type RequestPolicyOptions } from '../agent/retry.js'
 import { judgeCallFailure } from './call-failure.js'
-import { describeError } from './error-text.js'
 import type { LanguageModelLike, StreamPartLike } from './language-model.js'
 import { toCallOptions } from './prompt.js'
 import { toStreamChunks } from './stream.js'
+import { messageOf } from '../protocol/errors.js'
 
 const SPECS = new Set<unknown>(['v2', 'v3', 'v4'])
 
@@ -61,7 +61,7 @@ async function* attempt(model: LanguageModelLike, request: ModelRequest, name: s
     ;({ stream } = await untilAborted(Promise.resolve(model.doStream(options)), signal))
   } catch (error) {
     if (signal.aborted) throw signal.reason
-    throw new Error(`${name} failed to start streaming: ${describeError(error)}`, { cause: error })
+    throw new Error(`${name} failed to start streaming: ${messageOf(error)}`, { cause: error })
   }
   if (typeof stream?.getReader !== 'function') throw new Error(`${name}'s doStream did not resolve to { stream: ReadableStream }`)
   yield* toStreamChunks(stream, signal, name)

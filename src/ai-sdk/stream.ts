@@ -5,8 +5,8 @@
  * not part of a library step and is skipped. Anything that is not a clean finish throws.
  */
 import type { FinishReason, StreamChunk } from '../index.js'
-import { describeError } from './error-text.js'
 import type { StreamPartLike } from './language-model.js'
+import { messageOf } from '../protocol/errors.js'
 
 const FINISH: Record<string, FinishReason> = {
   stop: 'stop',
@@ -36,7 +36,7 @@ export async function* toStreamChunks(stream: ReadableStream<StreamPartLike>, si
         break
       }
       case 'error':
-        throw new Error(`${name} reported an error in its stream: ${describeError(fields['error'])}`, { cause: fields['error'] })
+        throw new Error(`${name} reported an error in its stream: ${messageOf(fields['error'])}`, { cause: fields['error'] })
       case 'finish': {
         const usage = usageOf(fields['usage'])
         if (usage) yield usage
@@ -60,7 +60,7 @@ async function* readParts(stream: ReadableStream<StreamPartLike>, signal: AbortS
       if (signal.aborted) throw signal.reason
       const next = await reader.read().catch((error: unknown) => {
         if (signal.aborted) throw signal.reason
-        throw new Error(`${name}'s stream failed: ${describeError(error)}`, { cause: error })
+        throw new Error(`${name}'s stream failed: ${messageOf(error)}`, { cause: error })
       })
       if (signal.aborted) throw signal.reason
       if (next.done) {

@@ -29,6 +29,7 @@ import { NodeLink } from '../remote/node-link.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
 import { childJob, decode, encode, takesOf, type TakeMessage } from '../remote/envelope.js'
 import { DEFAULT_QUEUE, hostChannel, nodeChannel, queueName, validQueueName } from './names.js'
+import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, messageOf, subagentError, versionMismatchText } from '../protocol/errors.js'
 
 export interface BullmqTransportOptions {
   /** Where Redis is: a `redis://` or `rediss://` URL, or ioredis options (credentials and TLS pass through). */
@@ -142,7 +143,7 @@ class BullmqTransport implements ChildTransport {
   }
 
   async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
-    if (this.#closing) throw new Error('the host is closed: create a new host to start more subagents')
+    if (this.#closing) throw hostClosed('start more subagents')
     if (signal.aborted) throw signal.reason
     // Nodes answer on this host's channel: it must be listened to before any node can learn of it.
     await this.#redis(this.#subscribed, 'subscribe to its Redis channel')
@@ -177,8 +178,8 @@ class BullmqTransport implements ChildTransport {
   async #close(): Promise<void> {
     clearInterval(this.#heartbeat)
     clearInterval(this.#sweep)
-    for (const queued of [...this.#queued.values()]) this.#giveUp(queued, new Error('the host was closed while the child waited in the queue'))
-    for (const link of [...this.#links.values()]) link.stop({ stopReason: 'aborted', diagnostic: 'the host was closed before the child finished' })
+    for (const queued of [...this.#queued.values()]) this.#giveUp(queued, closedWhileWaiting('in the queue'))
+    for (const link of [...this.#links.values()]) link.stop({ stopReason: 'aborted', diagnostic: CLOSED_BEFORE_END })
     const bound = this.#settings.redisTimeoutMs
     await Promise.allSettled([...this.#queues.values()].map((queue) => within(queue.close(), bound, () => 'queue close timed out')))
     // QUIT answers after every command sent before it: the last frames (bye) reach Redis first.
@@ -247,7 +248,7 @@ class BullmqTransport implements ChildTransport {
 
   /** A node of another protocol version: the starts whose job it proves it holds fail with the reason, and it is told bye. */
   #refuse(node: string, frame: unknown, version: unknown): void {
-    const error = new Error(`node ${node} speaks frame protocol v${String(version)} but this host speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`)
+    const error = subagentError('ERR_SUBAGENT_VERSION', versionMismatchText(`node ${node}`, version, 'this host', PROTOCOL_VERSION))
     for (const { child, token } of takesOf(frame).takes) {
       const queued = this.#queued.get(child)
       if (queued) void this.#holds(queued, token, node).then((holds) => holds === true && this.#giveUp(queued, error))
@@ -349,7 +350,7 @@ class BullmqTransport implements ChildTransport {
       return await within(promise, ms, () => `${failed} within ${ms} ms (redisTimeoutMs): ${this.#lastRedisError?.message ?? 'no answer'}. Is Redis running and reachable?`)
     } catch (error) {
       if (error instanceof Error && error.message.startsWith(failed)) throw error
-      throw new Error(`${failed}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      throw new Error(`${failed}: ${messageOf(error)}`, { cause: error })
     }
   }
 

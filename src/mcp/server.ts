@@ -4,7 +4,7 @@
  * is a top-level agent of the host, created at a connection's first call and disposed (with
  * its background jobs) when that connection closes.
  */
-import { Ajv, type ValidateFunction } from 'ajv'
+import type { ValidateFunction } from 'ajv'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import {
   CallToolRequestSchema,
@@ -33,6 +33,8 @@ import {
   type ToolDefinition,
   type ToolExecution,
 } from '../index.js'
+// The library's one argument validator, so arguments are checked as a library agent checks them.
+import { argumentErrorsText, argumentValidator } from '../agent/schema.js'
 import { delegationCall, providerOf } from './delegation.js'
 import { watchProgress } from './progress.js'
 
@@ -58,8 +60,6 @@ interface Served {
   call(args: Record<string, unknown>, exec: ToolExecution, extra: Extra): Promise<CallToolResult>
 }
 
-const ajv = new Ajv({ allErrors: false, strict: false })
-
 export function mcpServer(host: McpHost, config: McpServerConfig): Server {
   if (typeof config !== 'object' || config === null) throw new TypeError('mcpServer needs a config: a subagent tool config (provider, agentOptions with the children\'s provider, ...), plus outputSchema?')
   const { outputSchema, serverInfo, ...toolConfig } = config
@@ -80,7 +80,7 @@ export function mcpServer(host: McpHost, config: McpServerConfig): Server {
     const served = tools.get(request.params.name)
     if (!served) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name}": the tools are ${[...tools.keys()].join(', ')}`)
     const args = request.params.arguments ?? {}
-    if (!served.check(args)) throw new McpError(ErrorCode.InvalidParams, `invalid arguments for "${served.definition.name}": ${ajv.errorsText(served.check.errors, { dataVar: 'arguments' })}`)
+    if (!served.check(args)) throw new McpError(ErrorCode.InvalidParams, `invalid arguments for "${served.definition.name}": ${argumentErrorsText(served.check)}`)
     const exec: ToolExecution = { agent: parent.get(), callId: String(extra.requestId), signal: extra.signal, concludeTurn: () => {} }
     return served.call(args, exec, extra)
   })
@@ -140,8 +140,7 @@ function listed(definition: ToolDefinition, outputSchema?: JsonSchema): Tool {
 }
 
 function checker(definition: ToolDefinition): ValidateFunction {
-  const { $schema: _draft, ...body } = definition.parameters as Record<string, unknown>
-  return ajv.compile(body)
+  return argumentValidator(definition.parameters)
 }
 
 /** A job tool: its value rendered, its failure an error result. */

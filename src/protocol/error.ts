@@ -1,6 +1,6 @@
 /** Errors as plain data, so they cross any boundary with their name, message and code. */
 import { closed, string, type Wire } from './schema.js'
-import { messageOf } from './values.js'
+import { messageOf } from './errors.js'
 
 export const WireError = closed({ name: string, message: string, code: string }, ['code'])
 export type WireError = Wire<typeof WireError>

@@ -41,7 +41,7 @@ export function cloneableReason(reason: unknown): unknown {
 }
 
 /** JSON where possible, never throwing (cycles, BigInt, depth). */
-function describeValue(value: unknown): string {
+export function describeValue(value: unknown): string {
   try {
     return JSON.stringify(value) ?? String(value)
   } catch {
@@ -56,9 +56,4 @@ function describeValue(value: unknown): string {
 export function describeShape(value: unknown): string {
   const type = (value as { type?: unknown } | null)?.type
   return typeof type === 'string' ? `of type ${JSON.stringify(type.slice(0, 40))}` : `(${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value})`
-}
-
-export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message
-  return typeof error === 'string' ? error : describeValue(error)
 }

@@ -9,6 +9,7 @@ import { deserialize, serialize } from 'node:v8'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
 import { count, variant, type Wire } from '../protocol/schema.js'
 import { validator } from '../protocol/validate.js'
+import { subagentError, versionMismatchText } from '../protocol/errors.js'
 
 export function encode(from: string, frame: unknown[]): Buffer {
   return serialize([from, frame])
@@ -56,7 +57,7 @@ export function childJob(host: string, child: string): ChildJob {
 /** The job's host and child, or why it is not a job this node can run. */
 export function readJob(data: unknown): { host: string; child: string } | Error {
   const v = typeof data === 'object' && data !== null ? (data as { v?: unknown }).v : undefined
-  if (v !== undefined && v !== PROTOCOL_VERSION) return new Error(`the job speaks frame protocol v${String(v)} but this node speaks v${PROTOCOL_VERSION}`)
+  if (v !== undefined && v !== PROTOCOL_VERSION) return subagentError('ERR_SUBAGENT_VERSION', versionMismatchText('the job', v, 'this node', PROTOCOL_VERSION, false))
   if (!isChildJob(data)) return new Error(`the job is not a subagent-worker child job: ${isChildJob.explain(data, 'job')}`)
   return { host: data.host, child: data.child }
 }

@@ -12,6 +12,7 @@ import { ProtocolError } from '../protocol/validate.js'
 import type { Fault } from '../parent/runners/channel.js'
 import type { HostEnd, RelayedChild } from './relayed-child.js'
 import type { CreateMessage, TakeMessage } from './envelope.js'
+import { versionMismatchText } from '../protocol/errors.js'
 
 /** What a node says to a host: a runner's messages, and its takes. */
 export type NodeMessage = RunnerMessage | TakeMessage
@@ -144,7 +145,7 @@ export class HostLink implements HostEnd {
     switch (message.type) {
       case 'welcome':
         if (message.v !== PROTOCOL_VERSION) {
-          return this.#fatal(new ProtocolError(`the host speaks frame protocol v${message.v} but ${this.label} speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`))
+          return this.#fatal(new ProtocolError(versionMismatchText('the host', message.v, this.label, PROTOCOL_VERSION)))
         }
         return this.#welcomed(message.config)
       case 'ping':

@@ -1,6 +1,7 @@
 /** Stand-ins for host-placed models and tools: each call goes to the host over the typed RPC. */
 import type { Model, ModelRequest } from '../agent/model.js'
-import { RenderedValue, ToolError, type ToolDefinition } from '../agent/tools.js'
+import { RenderedValue } from '../agent/tool-call.js'
+import { ToolError, type ToolDefinition } from '../agent/tools.js'
 import type { RemoteToolDescriptor } from '../protocol/child.js'
 import type { RpcClient } from '../protocol/rpc.js'
 import type { StreamChunk } from '../protocol/stream.js'

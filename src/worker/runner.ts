@@ -11,6 +11,7 @@ import { ProtocolError } from '../protocol/validate.js'
 import { isHostFrame } from '../protocol/validators.js'
 import { RunnerChild, type ChildHost } from './child.js'
 import { flushing, type LocalModule } from './flushing.js'
+import { versionMismatchText } from '../protocol/errors.js'
 
 /** A promise that settles once everything sent is written, or undefined when nothing is pending. */
 export type Drained = () => Promise<void> | undefined
@@ -80,7 +81,7 @@ export class Runner {
   #welcome({ v, config }: Extract<HostMessage, { type: 'welcome' }>): void {
     if (this.#config) return this.#fatal(new ProtocolError('the host welcomed this runner twice'))
     if (v !== PROTOCOL_VERSION) {
-      return this.#fatal(new ProtocolError(`the host speaks frame protocol v${v} but this runner speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`))
+      return this.#fatal(new ProtocolError(versionMismatchText('the host', v, 'this runner', PROTOCOL_VERSION)))
     }
     this.#config = config
     const drained = this.#drained

@@ -3,7 +3,7 @@
  * until its child settles, and is always disposed; its outcome is kept for `job_output`.
  */
 import { textOf } from '../../protocol/content.js'
-import { messageOf } from '../../protocol/values.js'
+import { messageOf } from '../../protocol/errors.js'
 import type { LimitName } from '../../agent/limit-stop.js'
 import type { SubagentRun } from '../types.js'
 

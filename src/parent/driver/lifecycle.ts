@@ -1,6 +1,7 @@
 /** Lifecycle events (CONTRACT.md §7). Observers can never break a run: a throwing listener is reported as a process warning. */
 import type { SessionEvent, Usage } from '../../protocol/session.js'
 import type { SubagentResult } from '../types.js'
+import { messageOf } from '../../protocol/errors.js'
 
 export interface SubagentStartEvent {
   runId: string
@@ -72,7 +73,7 @@ export class Lifecycle {
     const set = this.#listeners.get(event)
     if (!set) return
     const report = (error: unknown) => {
-      const reason = error instanceof Error ? error.message : String(error)
+      const reason = messageOf(error)
       process.emitWarning(`a '${event}' listener threw: ${reason}`, { code: 'SUBAGENT_LISTENER_ERROR', detail: `run ${info.runId}` })
     }
     for (const listener of [...set]) {

@@ -22,6 +22,7 @@ import type { ChildHandle, ChildTransport } from '../transport.js'
 import { ChildWatch, type Mirror } from './watch.js'
 import { delegatingCallOf } from './delegating-call.js'
 import type { HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from '../types.js'
+import { hostClosed } from '../../protocol/errors.js'
 
 /** What a provider needs from its host. */
 export interface ProviderHost {
@@ -49,10 +50,6 @@ const PRE_PUBLICATION_ABORT = 'subagent request was aborted before child publica
 
 function abortedBeforePublication(signal: AbortSignal): Error {
   return new Error(PRE_PUBLICATION_ABORT, { cause: signal.reason })
-}
-
-export function hostClosed(): Error {
-  return new Error('the host is closed: create a new host to start more subagents')
 }
 
 export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): HostProvider {
@@ -174,13 +171,13 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   } catch (error) {
     dropBudget()
     if (signal.aborted) throw abortedBeforePublication(signal)
-    if (host.closed()) throw hostClosed()
+    if (host.closed()) throw hostClosed('start more subagents')
     throw error
   }
   if (signal.aborted || host.closed()) {
     dropBudget()
     await handle.rollback()
-    throw signal.aborted ? abortedBeforePublication(signal) : hostClosed()
+    throw signal.aborted ? abortedBeforePublication(signal) : hostClosed('start more subagents')
   }
 
   writer = host.publish(mirror)

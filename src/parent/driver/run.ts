@@ -15,6 +15,7 @@ import type { SessionWriter } from './stores/store.js'
 import type { ChildHandle, ChildOutcome } from '../transport.js'
 import type { SubagentResult, SubagentRun } from '../types.js'
 import type { ChildWatch, Mirror } from './watch.js'
+import { messageOf } from '../../protocol/errors.js'
 
 export interface RunHooks {
   lifecycle: Lifecycle
@@ -81,7 +82,7 @@ export class DelegationRun implements SubagentRun {
     this.result.finally(() => init.budget.end()).catch(() => {})
     this.result.then(
       (result) => this.#ended(result),
-      (error: unknown) => this.#ended(this.#withTotal({ output: [], stopReason: 'error', diagnostic: `the run failed: ${error instanceof Error ? error.message : String(error)}` })),
+      (error: unknown) => this.#ended(this.#withTotal({ output: [], stopReason: 'error', diagnostic: `the run failed: ${messageOf(error)}` })),
     )
   }
 
@@ -200,7 +201,7 @@ export class DelegationRun implements SubagentRun {
     try {
       await this.#init.handle.release()
     } catch (error) {
-      throw new Error(`releasing subagent ${this.id} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      throw new Error(`releasing subagent ${this.id} failed: ${messageOf(error)}`, { cause: error })
     } finally {
       this.#hooks.retire(this)
     }

@@ -21,12 +21,13 @@ import { checkAgentOptions, isNonNegativeSafeInteger } from '../options.js'
 import { PoolTransport } from '../runners/pool-transport.js'
 import { ENDPOINTS } from '../runners/endpoints/table.js'
 import { settingsOf, type HostOptions, type HostSettings } from './settings.js'
-import { createProvider, hostClosed } from '../driver/provider.js'
+import { createProvider } from '../driver/provider.js'
 import type { DelegationRun } from '../driver/run.js'
 import type { Mirror } from '../driver/watch.js'
 import { checkSessionId, SessionWriter } from '../driver/stores/store.js'
 import type { ChildTransport } from '../transport.js'
 import type { HostProvider, Placement } from '../types.js'
+import { hostClosed } from '../../protocol/errors.js'
 
 export type { HostOptions }
 
@@ -133,9 +134,9 @@ export function createHost(options: HostOptions = {}): Host {
     lifecycle,
     transportName: settings.transport?.name ?? settings.isolation,
     async ready() {
-      if (closing) throw hostClosed()
+      if (closing) throw hostClosed('start more subagents')
       await loading
-      if (closing) throw hostClosed()
+      if (closing) throw hostClosed('start more subagents')
     },
     closed: () => closing !== undefined,
     globalToolNames: () => [...env.tools.list()].map((t) => t.name),
@@ -222,7 +223,7 @@ export function createHost(options: HostOptions = {}): Host {
     fork: createProvider(providerHost, 'fork'),
     jobs,
     createAgent(init = {}) {
-      if (closing) throw new Error('the host is closed: create a new host to create agents')
+      if (closing) throw hostClosed('create agents')
       const id = init.id === undefined ? randomUUID() : checkSessionId(init.id)
       if (agents.has(id)) throw new Error(`an agent with id "${id}" already exists on this host`)
       const agentOptions = { ...checkAgentOptions(init.options ?? {}, 'agent options') }
@@ -240,12 +241,12 @@ export function createHost(options: HostOptions = {}): Host {
       return adopt(header, agentOptions)
     },
     async resumeAgent(id, resumeOptions = {}) {
-      if (closing) throw new Error('the host is closed: create a new host to resume agents')
+      if (closing) throw hostClosed('resume agents')
       checkSessionId(id)
       if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
       const stored = await store.read(id)
       if (!stored) throw new Error(`no session "${id}" in the store`)
-      if (closing) throw new Error('the host is closed: create a new host to resume agents')
+      if (closing) throw hostClosed('resume agents')
       if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
       // Claims the transcript before anything runs: a second live writer is refused here, not at the first write.
       await store.append(id, [])

@@ -13,10 +13,12 @@ import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type Ru
 import { fromWireError } from '../../protocol/error.js'
 import { Outbox } from '../../protocol/outbox.js'
 import { isRunnerFrame, isRunnerMessage } from '../../protocol/validators.js'
-import { describeShape, messageOf } from '../../protocol/values.js'
+import { describeShape } from '../../protocol/values.js'
+import { messageOf } from '../../protocol/errors.js'
 import { FrameIntake } from './intake.js'
 import type { ChildOutcome } from '../transport.js'
 import type { RunnerHooks } from './move-point.js'
+import { versionMismatchText } from '../../protocol/errors.js'
 
 /** Why a child ended when its runner did. */
 export type Fault = NonNullable<ChildOutcome['fault']>
@@ -240,7 +242,7 @@ export class RunnerChannel {
         if (message.v !== PROTOCOL_VERSION) {
           return this.kill({
             stopReason: 'error',
-            diagnostic: `the ${this.label} speaks frame protocol v${message.v} but this host speaks v${PROTOCOL_VERSION}: both must come from the same version of subagent-worker`,
+            diagnostic: versionMismatchText(`the ${this.label}`, message.v, 'this host', PROTOCOL_VERSION),
           })
         }
         this.#greeted = true

@@ -7,7 +7,8 @@
  * system prompt come from the spec the host holds, never from the request.
  */
 import { childSystemPrompt } from '../../agent/child.js'
-import { refusalOf, renderToolValue, unknownTool, valueTooDeep, type ToolDefinition } from '../../agent/tools.js'
+import { runToolCall, unknownTool } from '../../agent/tool-call.js'
+import type { ToolDefinition } from '../../agent/tools.js'
 import type { AgentView } from '../../agent/view.js'
 import type { AgentOptions, ChildSpec } from '../../protocol/child.js'
 import { textOf } from '../../protocol/content.js'
@@ -15,7 +16,7 @@ import type { ModelRequestData } from '../../protocol/model.js'
 import type { RpcHandlers } from '../../protocol/rpc.js'
 import { ProtocolError } from '../../protocol/validate.js'
 import { isStreamChunk } from '../../protocol/validators.js'
-import { describeShape, tryClone, withinDepth } from '../../protocol/values.js'
+import { describeShape, tryClone } from '../../protocol/values.js'
 import type { Placement } from '../types.js'
 import type { CallLedger } from './call-ledger.js'
 
@@ -59,15 +60,13 @@ export function hostCalls(child: CallingChild): RpcHandlers {
     async tool({ name, callId, args }, { signal }) {
       const tool = visible(name)
       if (!tool) throw unknownTool(name)
-      const refusal = refusalOf(tool, args, true)
-      if (refusal) throw refusal
       return ledger.tool(name, callId, signal, async (toolSignal) => {
         let concluded = false
-        const value = await tool.execute(args, { agent: view, callId, signal: toolSignal, concludeTurn: () => void (concluded = true) })
-        if (!withinDepth(value)) throw valueTooDeep(name)
-        const rendered = renderToolValue(tool, value)
-        const clone = rendered.value === undefined ? undefined : tryClone(rendered.value)
-        return { text: textOf(rendered.content), concluded, ...(clone ? { value: clone.value } : {}) }
+        const outcome = await runToolCall(tool, args, { agent: view, callId, signal: toolSignal, concludeTurn: () => void (concluded = true) }, true)
+        // The runner's loop gives the model this error's exact text and code, as its own tools' errors.
+        if (!outcome.ok) throw outcome.error
+        const clone = outcome.value === undefined ? undefined : tryClone(outcome.value)
+        return { text: textOf(outcome.content), concluded, ...(clone ? { value: clone.value } : {}) }
       })
     },
   }

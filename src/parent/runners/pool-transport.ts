@@ -17,6 +17,7 @@ import type { OpenEndpoint } from './runner-site.js'
 import { RunnerPool, type PoolSettings } from './runner-pool.js'
 import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
 import type { Placement } from '../types.js'
+import { hostClosed } from '../../protocol/errors.js'
 
 export interface PoolTransportOptions {
   /** Opens one runner: a worker thread, a child process. */
@@ -44,7 +45,7 @@ export class PoolTransport implements ChildTransport {
   }
 
   async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
-    if (this.#closing) throw new Error('the host is closed: create a new host to start more subagents')
+    if (this.#closing) throw hostClosed('start more subagents')
     const pool = this.#poolFor(spec.header.delegationDepth ?? 1)
     const placement = this.#options.placement(spec.id)
     for (let attempt = 1; ; attempt++) {

@@ -11,6 +11,7 @@ import type { ResourceLimits } from 'node:worker_threads'
 import type { RunnerConfig } from '../../protocol/messages.js'
 import type { Fault, RunnerChannel } from './channel.js'
 import { RunnerSite, type OpenEndpoint } from './runner-site.js'
+import { CLOSED_BEFORE_END, closedWhileWaiting } from '../../protocol/errors.js'
 
 /** The pool as the transports use it: every value filled in. */
 export interface PoolSettings {
@@ -108,8 +109,8 @@ export class RunnerPool {
   }
 
   /** Stops every runner (their children end with `fault`) and refuses every waiting start. */
-  async close(fault: Fault = { stopReason: 'aborted', diagnostic: 'the host was closed before the child finished' }): Promise<void> {
-    this.#closed ??= new Error('the host was closed while the child waited for a slot')
+  async close(fault: Fault = { stopReason: 'aborted', diagnostic: CLOSED_BEFORE_END }): Promise<void> {
+    this.#closed ??= closedWhileWaiting('for a slot')
     for (const waiter of [...this.#moving.splice(0), ...this.#waiting.splice(0)]) waiter.fail(this.#closed)
     clearInterval(this.#tick)
     this.#tick = undefined

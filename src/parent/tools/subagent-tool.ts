@@ -7,7 +7,7 @@
 import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../../agent/tools.js'
 import type { AgentOptions } from '../../agent/view.js'
 import { textOf, type ContentBlock } from '../../protocol/content.js'
-import { messageOf } from '../../protocol/values.js'
+import { messageOf } from '../../protocol/errors.js'
 import { checkLimits, type ChildLimits } from '../driver/limits.js'
 import { withDelegatingCall } from '../driver/delegating-call.js'
 import { isNonNegativeSafeInteger } from '../options.js'

@@ -14,6 +14,7 @@
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { link, readFile, rm, unlink, writeFile } from 'node:fs/promises'
+import { subagentError } from '../../../protocol/errors.js'
 
 export interface Holder {
   pid: number
@@ -30,10 +31,10 @@ const ATTEMPTS = 8
 export async function takeLock(lock: string, mine: Holder, id: string): Promise<void> {
   const claim = await claimFile(lock, mine)
   if (claim.kind === 'taken') return
-  if (claim.kind === 'contended') throw new Error(`session "${id}": could not take ${lock}, another writer keeps taking it`)
+  if (claim.kind === 'contended') throw subagentError('ERR_SUBAGENT_STORE', `session "${id}": could not take ${lock}, another writer keeps taking it`)
   const who = claim.holder.pid === process.pid ? 'another store in this process' : `process ${claim.holder.pid}`
   const what = claim.takingOver ? `being taken over by ${who} (its last writer is gone)` : `being written by ${who}`
-  throw new Error(
+  throw subagentError('ERR_SUBAGENT_STORE', 
     `session "${id}" is ${what}: a transcript has one writer at a time. Close or dispose the other writer first (if none runs, delete ${lock})`,
   )
 }

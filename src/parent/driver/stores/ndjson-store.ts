@@ -16,11 +16,12 @@ import { isSessionEvent } from '../../../protocol/validators.js'
 import { takeLock } from './ndjson-lock.js'
 import { InvalidOptionError } from '../../options.js'
 import { checkSessionId, matches, readHeader, SessionLiveError, type SessionList, type SessionStore } from './store.js'
+import { subagentError } from '../../../protocol/errors.js'
 
 const TAIL_CHUNK = 64 * 1024
 
 export function createNdjsonStore(dir: string): SessionStore {
-  if (typeof dir !== 'string' || dir === '') throw new TypeError('createNdjsonStore needs a directory path')
+  if (typeof dir !== 'string' || dir === '') throw subagentError('ERR_SUBAGENT_DEFINITION', 'createNdjsonStore needs a directory path')
   // As every other path option: a relative one would name another folder from another working directory.
   if (!isAbsolute(dir)) throw new InvalidOptionError('createNdjsonStore dir', dir, 'an absolute path (path.resolve(dir) if it is meant from the working directory)')
   const ready = mkdir(dir, { recursive: true })
@@ -62,7 +63,7 @@ export function createNdjsonStore(dir: string): SessionStore {
         await acquire(header.id)
         await writeFile(path, lines([header]), { flag: 'wx' }).catch(async (error: NodeJS.ErrnoException) => {
           await release(header.id)
-          throw error.code === 'EEXIST' ? new Error(`session "${header.id}" already exists in ${dir}`) : error
+          throw error.code === 'EEXIST' ? subagentError('ERR_SUBAGENT_DUPLICATE', `session "${header.id}" already exists in ${dir}`) : error
         })
       })
     },
@@ -161,7 +162,7 @@ async function wholeEnd(handle: FileHandle): Promise<number> {
 /** A transcript is read under the id in its file name: a copied or renamed file must not pass for another session. */
 function named(header: SessionHeader, id: string, path: string): SessionHeader {
   if (header.id !== id) {
-    throw new Error(`${path} holds session "${header.id}", not "${id}": the file was copied or renamed; give it its own name back (${header.id}.jsonl)`)
+    throw subagentError('ERR_SUBAGENT_STORE', `${path} holds session "${header.id}", not "${id}": the file was copied or renamed; give it its own name back (${header.id}.jsonl)`)
   }
   return header
 }
@@ -176,7 +177,7 @@ function parse(text: string, path: string): { header: SessionHeader; events: Ses
   if (!header) return undefined
   const events = rest.map((line, i) => {
     const event = parseLine(line, path, i + 2)
-    if (!isSessionEvent(event)) throw new Error(`${path}:${i + 2} is not a session event: the transcript is corrupt`)
+    if (!isSessionEvent(event)) throw subagentError('ERR_SUBAGENT_STORE', `${path}:${i + 2} is not a session event: the transcript is corrupt`)
     return event
   })
   return { header, events }
@@ -187,7 +188,7 @@ function headerOf(line: string | undefined, path: string): SessionHeader | undef
   if (line === undefined) return undefined
   const header = parseLine(line, path, 1)
   if (typeof header !== 'object' || header === null || typeof (header as { id?: unknown }).id !== 'string') {
-    throw new Error(`${path}:1 is not a session header: the transcript is corrupt`)
+    throw subagentError('ERR_SUBAGENT_STORE', `${path}:1 is not a session header: the transcript is corrupt`)
   }
   return readHeader(header as SessionHeader)
 }
@@ -216,6 +217,6 @@ function parseLine(line: string, path: string, number: number): unknown {
   try {
     return JSON.parse(line)
   } catch {
-    throw new Error(`${path}:${number} is not valid JSON: the transcript is corrupt`)
+    throw subagentError('ERR_SUBAGENT_STORE', `${path}:${number} is not valid JSON: the transcript is corrupt`)
   }
 }

@@ -3,6 +3,7 @@
  * `host.agents`, never the store. Writes for one session are ordered and batched.
  */
 import type { SessionEvent, SessionHeader } from '../../../protocol/session.js'
+import { subagentError } from '../../../protocol/errors.js'
 
 export interface SessionStore {
   create(header: SessionHeader): Promise<void>
@@ -45,7 +46,7 @@ const SESSION_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/
 /** Returns `id` when a session may have it; throws a TypeError saying what an id may be. */
 export function checkSessionId(id: unknown): string {
   if (typeof id !== 'string' || !SESSION_ID.test(id)) {
-    throw new TypeError(`session id ${JSON.stringify(id)} is not allowed: use 1 to 200 letters, digits, ".", "_" or "-" (it names a file in an ndjson store)`)
+    throw subagentError('ERR_SUBAGENT_SESSION_ID', `session id ${JSON.stringify(id)} is not allowed: use 1 to 200 letters, digits, ".", "_" or "-" (it names a file in an ndjson store)`)
   }
   return id
 }
@@ -80,19 +81,19 @@ export interface MemoryStoreOptions {
 
 export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStore {
   const retain = options.retain ?? true
-  if (typeof retain !== 'boolean') throw new TypeError('createMemoryStore retain must be true or false')
+  if (typeof retain !== 'boolean') throw subagentError('ERR_SUBAGENT_DEFINITION', 'createMemoryStore retain must be true or false')
   const sessions = new Map<string, { header: SessionHeader; events: SessionEvent[] }>()
   /** Sessions written since their last release: their agents are live. */
   const live = new Set<string>()
   return {
     async create(header) {
-      if (sessions.has(header.id)) throw new Error(`session "${header.id}" already exists in the store`)
+      if (sessions.has(header.id)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `session "${header.id}" already exists in the store`)
       sessions.set(header.id, { header: { ...header }, events: [] })
       live.add(header.id)
     },
     async append(id, events) {
       const session = sessions.get(id)
-      if (!session) throw new Error(`session "${id}" is not in the store: create it first`)
+      if (!session) throw subagentError('ERR_SUBAGENT_STORE', `session "${id}" is not in the store: create it first`)
       session.events.push(...events)
       live.add(id)
     },
@@ -154,7 +155,7 @@ export class SessionWriter {
   async flushed(): Promise<void> {
     await this.#chain
     if (this.#failure !== undefined) {
-      throw new Error(`session store failed for "${this.#id}": ${(this.#failure as Error)?.message ?? String(this.#failure)}`, { cause: this.#failure })
+      throw subagentError('ERR_SUBAGENT_STORE', `session store failed for "${this.#id}": ${(this.#failure as Error)?.message ?? String(this.#failure)}`, { cause: this.#failure })
     }
   }
 

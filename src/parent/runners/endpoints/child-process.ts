@@ -7,7 +7,7 @@
 import { fork } from 'node:child_process'
 import type { Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { messageOf } from '../../../protocol/values.js'
+import { messageOf } from '../../../protocol/errors.js'
 import type { Fault, RunnerKind } from '../channel.js'
 import { forgetRunner, watchRunner } from './reaper.js'
 import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'

@@ -8,7 +8,7 @@
  * it is a protocol violation.
  */
 import { MessageChannel, Worker, type ResourceLimits } from 'node:worker_threads'
-import { messageOf } from '../../../protocol/values.js'
+import { messageOf } from '../../../protocol/errors.js'
 import type { Fault, RunnerKind } from '../channel.js'
 import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
 
