@@ -8,6 +8,7 @@
  */
 import type { RunnerConfig } from '../protocol/messages.js'
 import type { Fault, RunnerChannel } from './channel.js'
+import { SilenceJudge } from './liveness.js'
 import { RunnerSite, type OpenEndpoint } from './runner-site.js'
 
 export interface RunnerPoolSettings {
@@ -34,13 +35,14 @@ export class RunnerPool {
   readonly #settings: RunnerPoolSettings
   readonly #runners = new Set<RunnerSite>()
   readonly #waiting: Waiter[] = []
-  readonly #silenceLimitMs: number
+  readonly #judge: SilenceJudge
   #tick: NodeJS.Timeout | undefined
   #closed: Error | undefined
 
   constructor(settings: RunnerPoolSettings) {
     this.#settings = settings
-    this.#silenceLimitMs = settings.graceMs + LIVENESS_MARGIN_MS
+    const limitMs = settings.graceMs + LIVENESS_MARGIN_MS
+    this.#judge = new SilenceJudge({ limitMs, intervalMs: tickInterval(limitMs, settings.idleTimeoutMs) })
     this.#keepWarm()
   }
 
@@ -124,7 +126,10 @@ export class RunnerPool {
       },
     })
     this.#runners.add(runner)
-    this.#tick ??= setInterval(() => this.#check(), tickInterval(this.#silenceLimitMs, this.#settings.idleTimeoutMs)).unref()
+    if (!this.#tick) {
+      this.#judge.resume()
+      this.#tick = setInterval(() => this.#check(), this.#judge.intervalMs).unref()
+    }
     return runner
   }
 
@@ -143,19 +148,20 @@ export class RunnerPool {
 
   /** Heartbeats and idle retirement, on one timer for the whole pool. */
   #check(): void {
-    const now = performance.now()
-    for (const runner of [...this.#runners]) {
-      if (runner.stopping) continue
+    // Only a runner with no child running is judged: CPU work is what runners are for.
+    const suspects = this.#judge.check(this.#runners, (runner) => (runner.stopping || !runner.channel.judgeable ? undefined : runner.channel.pinged), (runner, silent) => {
       const { channel } = runner
-      const silent = channel.silentFor(now)
-      if (silent > this.#silenceLimitMs && channel.judgeable) {
-        runner.stop({
-          stopReason: 'error',
-          diagnostic: `the ${channel.label} stopped answering for ${Math.round(silent)} ms while none of its children was running (something on it never yields), so it was ${channel.kind.ended} and replaced`,
-        })
-        continue
-      }
-      channel.ping(now)
+      runner.stop({
+        stopReason: 'error',
+        diagnostic: `the ${channel.label} stopped answering for ${Math.round(silent)} ms while none of its children was running (something on it never yields), so it was ${channel.kind.ended} and replaced`,
+      })
+    })
+    const now = performance.now()
+    const at = this.#judge.mark()
+    for (const runner of [...this.#runners]) {
+      if (runner.stopping || suspects.has(runner)) continue
+      const { channel } = runner
+      channel.ping(at)
       const idleSince = channel.idleSince
       if (idleSince !== undefined && now - idleSince >= this.#settings.idleTimeoutMs && this.#runners.size > this.#settings.minThreads) {
         runner.stop({ stopReason: 'aborted', diagnostic: 'the runner was idle' })
