@@ -21,6 +21,7 @@ import { Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { RunnerConfig } from '../protocol/messages.js'
 import type { Fault } from '../parent/runners/channel.js'
+import { SilenceJudge } from '../parent/runners/liveness.js'
 import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import { RunnerPool, type PoolSettings } from '../parent/runners/runner-pool.js'
 import { settingsOf } from '../parent/host/settings.js'
@@ -131,12 +132,14 @@ class Node implements WorkerNode {
   /** By depth and runner config: children of one host config share threads. */
   readonly #pools = new Map<string, RunnerPool>()
   #check: NodeJS.Timeout | undefined
+  readonly #judge: SilenceJudge
   #closing: Promise<void> | undefined
   #lastError: Error | undefined
   #lastReported: string | undefined
 
   constructor(settings: NodeSettings) {
     this.#settings = settings
+    this.#judge = new SilenceJudge({ limitMs: settings.hostSilenceMs, intervalMs: CHECK_MS })
     this.id = settings.id
     this.#label = `node ${settings.id}`
     this.capacity = settings.pool.maxThreads * settings.pool.childrenPerWorker
@@ -165,9 +168,9 @@ class Node implements WorkerNode {
       this.#workers.push(worker)
     }
     await within(Promise.all(this.#workers.map((worker) => worker.waitUntilReady())), redisTimeoutMs, () => this.#unreachable())
+    this.#judge.resume()
     this.#check = setInterval(() => {
-      const now = performance.now()
-      for (const link of [...this.#links.values()]) link.check(now, this.#settings.hostSilenceMs)
+      this.#judge.check(this.#links.values(), (link) => link.heard, (link, ms) => link.close(`the host was silent for ${Math.round(ms)} ms`))
     }, CHECK_MS)
   }
 
@@ -257,6 +260,7 @@ class Node implements WorkerNode {
         host,
         label: this.#label,
         send: (frame) => void this.#publisher.publish(target, encode(this.id, frame)).catch(() => {}),
+        judge: this.#judge,
         ended: (ended) => {
           if (this.#links.get(host) === ended) this.#links.delete(host)
         },

@@ -22,6 +22,7 @@ import type { Redis } from 'ioredis'
 import type { ChildSpec } from '../protocol/child.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
 import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
+import { SilenceJudge } from '../parent/runners/liveness.js'
 import { RemoteChild } from '../parent/runners/remote-child.js'
 import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportContext } from '../parent/transport.js'
 import type { Placement } from '../parent/types.js'
@@ -125,6 +126,7 @@ class BullmqTransport implements ChildTransport {
   readonly #links = new Map<string, NodeLink>()
   readonly #queued = new Map<string, Queued>()
   readonly #heartbeat: NodeJS.Timeout
+  readonly #judge: SilenceJudge
   readonly #sweep: NodeJS.Timeout
   #lastRedisError: Error | undefined
   #sweeping = false
@@ -138,6 +140,7 @@ class BullmqTransport implements ChildTransport {
     this.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => this.#receive(bytes))
     this.#subscribed = this.#subscriber.subscribe(hostChannel(settings.queue, this.#id))
     this.#subscribed.catch(() => {}) // surfaced by every start
+    this.#judge = new SilenceJudge({ limitMs: settings.nodeSilenceMs, intervalMs: HEARTBEAT_MS })
     this.#heartbeat = setInterval(() => this.#check(), HEARTBEAT_MS).unref()
     this.#sweep = setInterval(() => void this.#sweepQueued(), SWEEP_MS).unref()
   }
@@ -271,9 +274,11 @@ class BullmqTransport implements ChildTransport {
     return link
   }
 
+  /** One heartbeat: a node that left its ping unanswered too long is gone; every other is pinged. */
   #check(): void {
-    const now = performance.now()
-    for (const link of [...this.#links.values()]) link.check(now, this.#settings.nodeSilenceMs, () => this.#silenceCause())
+    const suspects = this.#judge.check(this.#links.values(), (link) => (link.ended ? undefined : link.channel.pinged), (link, ms) => link.silent(ms, this.#silenceCause()))
+    const at = this.#judge.mark()
+    for (const link of this.#links.values()) if (!suspects.has(link)) link.channel.ping(at)
   }
 
   /**

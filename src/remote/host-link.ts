@@ -1,8 +1,8 @@
 /**
  * A node's link to one host: the node's half of the handshake, the children it asks the host for
  * and runs for it, and the host's liveness. A job names a child; what the child is comes only from
- * the host, as the `create` it answers a `take` with. The host pings every link it holds, so a host silent for `silenceMs`
- * is gone (killed, or cut off): its children are let go, since nobody is left to read them.
+ * the host, as the `create` it answers a `take` with. The host pings every link it holds, so a host silent for
+ * `hostSilenceMs` (by the node's SilenceJudge) is gone (killed, or cut off): its children are let go, since nobody is left to read them.
  */
 import { Outbox } from '../protocol/outbox.js'
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
@@ -10,6 +10,7 @@ import { isHostFrame } from '../protocol/validators.js'
 import { toWireError } from '../protocol/error.js'
 import { ProtocolError } from '../protocol/validate.js'
 import type { Fault } from '../parent/runners/channel.js'
+import type { Mark, SilenceJudge } from '../parent/runners/liveness.js'
 import type { HostEnd, RelayedChild } from './relayed-child.js'
 import type { CreateMessage, TakeMessage } from './envelope.js'
 import { versionMismatchText } from '../protocol/errors.js'
@@ -35,6 +36,8 @@ export interface HostLinkOptions {
   /** Names this node: 'node <id>'. */
   label: string
   send(frame: NodeMessage[]): void
+  /** The node's judge of its hosts' silence: the link marks each frame it hears by its clock. */
+  judge: SilenceJudge
   /** The link is over: the node forgets it. */
   ended(link: HostLink): void
 }
@@ -49,7 +52,8 @@ export class HostLink implements HostEnd {
   readonly #taking = new Map<string, Taking>()
   readonly #children = new Map<string, RelayedChild>()
   readonly #stop = new AbortController()
-  #heard = performance.now()
+  /** When the host was last heard (or the link opened), by the judge's clock. */
+  #heard: Mark
   #ended = false
   #welcomed!: (config: RunnerConfig) => void
   #refused!: (error: Error) => void
@@ -58,6 +62,7 @@ export class HostLink implements HostEnd {
     this.host = options.host
     this.label = options.label
     this.#options = options
+    this.#heard = options.judge.mark()
     this.welcome = new Promise((resolve, reject) => ((this.#welcomed = resolve), (this.#refused = reject)))
     this.welcome.catch(() => {})
     this.#outbox = new Outbox<NodeMessage>({
@@ -118,14 +123,14 @@ export class HostLink implements HostEnd {
 
   receive(frame: unknown): void {
     if (this.#ended) return
-    this.#heard = performance.now()
+    this.#heard = this.#options.judge.mark()
     if (!isHostFrame(frame)) return this.#fatal(new ProtocolError(`the host sent a malformed frame: ${isHostFrame.explain(frame, 'frame')}`))
     for (const message of frame) if (!this.#ended) this.#dispatch(message)
   }
 
-  /** Ends the link when the host has been silent too long. */
-  check(now: number, silenceMs: number): void {
-    if (now - this.#heard > silenceMs) this.close(`the host was silent for ${Math.round(now - this.#heard)} ms`)
+  /** When the host was last heard: the node's judge ends the link when that is too long ago. */
+  get heard(): Mark | undefined {
+    return this.#ended ? undefined : this.#heard
   }
 
   /** The host is gone or done: its children are let go, and nothing more is sent to it. */

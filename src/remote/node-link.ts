@@ -8,7 +8,8 @@
  * `create` over this link, or a `drop`. So a client that merely reads the job and speaks of the
  * child (`created`, `events`, `idle`) has spoken of a child it does not host, and is given up on.
  *
- * The host cannot see a node die: a heartbeat it leaves unanswered for `silenceMs` is its death.
+ * The host cannot see a node die: a heartbeat it leaves unanswered for `nodeSilenceMs` (by the
+ * transport's SilenceJudge) is its death.
  * Stopping the link ends its children and says `bye`, so a node that is merely cut off lets go of
  * them too once it hears again (or notices the host's silence first).
  */
@@ -63,11 +64,9 @@ export class NodeLink {
     this.channel.send({ type: 'drop', child })
   }
 
-  /** One heartbeat: a node silent for longer than `silenceMs` is gone; else it is pinged. */
-  check(now: number, silenceMs: number, why: () => string): void {
-    const silent = this.channel.silentFor(now)
-    if (silent <= silenceMs) return this.channel.ping(now)
-    this.stop({ stopReason: 'error', diagnostic: `node ${this.node} stopped answering for ${Math.round(silent)} ms (${why()}), so its children were given up` })
+  /** The heartbeat's verdict (see SilenceJudge): the node left a ping unanswered for `silentMs`, so it is gone. */
+  silent(silentMs: number, why: string): void {
+    this.stop({ stopReason: 'error', diagnostic: `node ${this.node} stopped answering for ${Math.round(silentMs)} ms (${why}), so its children were given up` })
   }
 
   /** Ends every child on the node with `fault` (the culprit with its own) and tells the node to let them go. */

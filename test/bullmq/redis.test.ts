@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, ScriptedModel, textResponse, type Host, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport, startNode, type RedisConnection, type WorkerNode } from 'subagent-worker/bullmq'
 import { freePort } from '../support/redis.js'
+import { eventOf } from '../support/driver-helpers.js'
 
 const CONTRACT_MODULE = fileURLToPath(new URL('../fixtures/contract-module.mjs', import.meta.url))
 const HAVE_SERVER = spawnSync('redis-server', ['--version']).status === 0
@@ -65,7 +66,7 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     const { host, parent } = hostOn(url, ['hang', textResponse('back again')])
     const run = await host.spawn.start({ prompt: 'wait', parent })
     // The child streamed its 'partial' and waits: it is running when Redis goes.
-    while (!host.agents.get(run.id)!.session.events.some((event) => event.type === 'assistant/chunk')) await new Promise((resolve) => setTimeout(resolve, 20))
+    await eventOf(run, 'assistant/chunk')
 
     await stopServer(server)
     const result = await run.result

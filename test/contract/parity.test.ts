@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { defineTool, STRUCTURED_OUTPUT_TOOL, textResponse, toolCallResponse, type ToolResultData } from 'subagent-worker'
 import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
+import { eventOf } from '../support/driver-helpers.js'
 
 const PARITY_MODULE = fileURLToPath(new URL('../fixtures/parity-module.mjs', import.meta.url))
 afterEach(closeHosts)
@@ -92,7 +93,7 @@ describe.each(TRANSPORTS)('transport parity [%s]', (transport) => {
     const run = await host.spawn.start({ prompt: 'x', parent, signal: signal(), agentOptions: { model: 'hang-step' } })
     // The descriptor is recorded right before beforeStep is called, and module code runs only once
     // what was recorded before it is sent: once the host has it, the hook is pending.
-    while (!host.agents.get(run.id)!.session.events.some((e) => e.type === 'subagent/descriptor')) await new Promise((resolve) => setTimeout(resolve, 5))
+    await eventOf(run, 'subagent/descriptor')
     await run.dispose()
     expect((await run.result).stopReason).toBe('aborted')
   })
@@ -109,7 +110,8 @@ describe.each(TRANSPORTS)('transport parity [%s]', (transport) => {
     const { host, parent, model } = setup(transport, [{ hangAfter: [{ type: 'text-delta', text: 'thinking' }] }])
     const controller = new AbortController()
     const run = await host.spawn.start({ prompt: 'x', parent, signal: controller.signal, outputSchema: { type: 'object', properties: { a: { type: 'string' } } } })
-    while (model.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    // The streamed 'thinking' is recorded once the model was asked.
+    await eventOf(run, 'assistant/chunk')
     expect(model.requests[0]!.tools!.map((t) => t.name)).toEqual([STRUCTURED_OUTPUT_TOOL])
     controller.abort()
     expect((await run.result).stopReason).toBe('aborted')

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, defineTool, OpenAICompatibleModel, type Host, type OpenAICompatibleOptions } from 'subagent-worker'
 import { hostOptions, TRANSPORTS } from '../support/harness.js'
 import { deadEndpoint } from '../support/model-server.js'
+import { eventOf } from '../support/driver-helpers.js'
 
 type Handler = (body: Record<string, unknown>, req: IncomingMessage, res: ServerResponse) => void
 const cleanups: Array<() => Promise<void>> = []
@@ -147,7 +148,7 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test' } })
     const controller = new AbortController()
     const run = await host.spawn.start({ prompt: 'go on forever', parent, signal: controller.signal })
-    while (!host.agents.get(run.id)!.session.events.some((e) => e.type === 'assistant/chunk')) await new Promise((r) => setTimeout(r, 5))
+    await eventOf(run, 'assistant/chunk')
     controller.abort()
     expect(await run.result).toEqual({ output: [{ type: 'text', text: 'partial answer' }], stopReason: 'aborted' })
     await requestClosed
@@ -278,7 +279,7 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     const parent = host.createAgent({ options: { provider: 'openai', model: 'gpt-test' } })
     const run = await host.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal })
     const res = await open
-    while (!host.agents.get(run.id)!.session.events.some((e) => e.type === 'assistant/chunk')) await new Promise((r) => setTimeout(r, 5))
+    await eventOf(run, 'assistant/chunk')
     res.socket!.destroy()
     const result = await run.result
     await run.dispose()

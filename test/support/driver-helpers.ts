@@ -21,6 +21,12 @@ export async function waitFor(predicate: () => boolean, what = 'condition', time
   }
 }
 
+/** The first event of `type` the host records for `run`, already recorded or when it comes (run.events()). */
+export async function eventOf(run: SubagentRun, type: SessionEvent['type']): Promise<SessionEvent> {
+  for await (const event of run.events()) if (event.type === type) return event
+  throw new Error(`the child ended without a ${type} event`)
+}
+
 /** The rejection reason of `promise`; fails if it fulfils. */
 export async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
   try {

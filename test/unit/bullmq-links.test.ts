@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { HostLink, type NodeMessage } from '../../dist/remote/host-link.js'
 import { NodeLink } from '../../dist/remote/node-link.js'
 import type { TakeMessage } from '../../dist/remote/envelope.js'
+import { SilenceJudge } from '../../dist/parent/runners/liveness.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../../dist/protocol/messages.js'
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))
@@ -15,7 +16,7 @@ const turn = () => new Promise((resolve) => setImmediate(resolve))
 function hostLink() {
   const sent: NodeMessage[] = []
   let ended = false
-  const link = new HostLink({ host: 'h1', label: 'node n1', send: (frame) => void sent.push(...frame), ended: () => void (ended = true) })
+  const link = new HostLink({ host: 'h1', label: 'node n1', judge: new SilenceJudge({ limitMs: 5000, intervalMs: 500 }), send: (frame) => void sent.push(...frame), ended: () => void (ended = true) })
   return { link, sent, ended: () => ended }
 }
 

@@ -9,12 +9,15 @@ const request = { model: 'm', messages: [{ role: 'user' as const, content: [{ ty
 const noTool: RpcHandlers['tool'] = async () => ({ text: 'unused', concluded: false })
 const noModel: RpcHandlers['model'] = async () => null
 
-/** Polls until `condition` holds: the messages between client and server cross a turn later. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 1))
+/**
+ * Waits until `condition` holds, looking once a turn: the messages between client and server cross
+ * at the end of a turn (setImmediate), so each turn is when it may have changed. No timer: a lost
+ * message ends in the test's timeout, and `what` says what never came.
+ */
+async function until(condition: () => boolean, what: string, turns = 100_000): Promise<void> {
+  for (let turn = 0; !condition(); turn++) {
+    if (turn > turns) throw new Error(`${what} never came`)
+    await new Promise((resolve) => setImmediate(resolve))
   }
 }
 

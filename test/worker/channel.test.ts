@@ -5,18 +5,30 @@
  * host trusting nothing a runner sends, proven by module code that forges calls and frames on
  * its runner's channel.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, watch, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
 import { defineTool, ScriptedModel, textResponse, toolCallResponse, type HostOptions, type ScriptEntry } from 'subagent-worker'
 import { POOLED, shape, streamedRuns } from '../support/harness.js'
+import { eventOf } from '../support/driver-helpers.js'
 
 const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
+
+/** Resolves once `file` exists: a watch on its folder, set up before `act` runs, so its creation cannot be missed. */
+function fileAppears(file: string, act: () => void = () => {}): Promise<void> {
+  return new Promise((resolve) => {
+    const watcher = watch(dirname(file), (_event, name) => {
+      if (name === basename(file) || existsSync(file)) (watcher.close(), resolve())
+    })
+    act()
+    if (existsSync(file)) (watcher.close(), resolve())
+  })
+}
 
 /** A host tool that counts its runs: none of the forged calls may reach it. */
 function countedTool(name: string, extra: { needsApproval?: boolean; parameters?: object } = {}) {
@@ -75,7 +87,7 @@ describe.each(POOLED)('%s transport', (isolation) => {
       })
       const start = () => host.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal })
       const waiting = [await start(), await start()]
-      while (waiting.some((run) => !host.agents.get(run.id)!.session.events.some((e) => e.type === 'assistant/chunk'))) await new Promise((r) => setTimeout(r, 5))
+      await Promise.all(waiting.map((run) => eventOf(run, 'assistant/chunk')))
       const exiting = await start()
       const all = [...waiting, exiting]
       const results = await Promise.all(all.map((run) => run.result))
@@ -99,15 +111,16 @@ describe.each(POOLED)('%s transport', (isolation) => {
     it('a runner left spinning by a finished child is found by its heartbeat and replaced; the next start succeeds', async () => {
       const dir = await mkdtemp(join(tmpdir(), 'stray-spin-'))
       const marker = join(dir, 'spinning')
-      const { run, host } = workerHost([toolCallResponse('s', 'stray_spin', { marker }), toolCallResponse('w', 'where', {}), textResponse('done'), toolCallResponse('w', 'where', {}), textResponse('fine')], {
+      const go = join(dir, 'go')
+      const { run, host } = workerHost([toolCallResponse('s', 'stray_spin', { marker, go }), toolCallResponse('w', 'where', {}), textResponse('done'), toolCallResponse('w', 'where', {}), textResponse('fine')], {
         pool: { minThreads: 1, maxThreads: 1 },
-        ...(isolation === 'process' ? { sandbox: { fsWrite: [dir] } } : {}),
+        ...(isolation === 'process' ? { sandbox: { fsRead: [dir], fsWrite: [dir] } } : {}),
       })
       const first = await run()
       expect(first.result.stopReason).toBe('completed')
       const firstThread = (first.events.filter((e) => e.type === 'tool/result')[1]!.data as { value: number }).value
-      // The stray timer fired and wrote its marker: the thread spins for good.
-      while (!existsSync(marker)) await new Promise((r) => setTimeout(r, 5))
+      // Only now, with its child finished, the stray spin starts; its marker says the thread spins for good.
+      await fileAppears(marker, () => writeFileSync(go, 'go'))
       await rm(dir, { recursive: true, force: true })
       const started = performance.now()
       const second = await run()
@@ -127,7 +140,7 @@ describe.each(POOLED)('%s transport', (isolation) => {
       host.models.register('later', new ScriptedModel([toolCallResponse('w', 'where', {}), textResponse('built after the burn')]))
       const burning = await host.spawn.start({ prompt: 'burn', parent, signal: new AbortController().signal, agentOptions: { provider: 'burner' } })
       // The call is on the host, so the burn has begun (a module tool runs once what its child recorded before is sent).
-      while (!host.agents.get(burning.id)!.session.events.some((e) => e.type === 'assistant/message')) await new Promise((r) => setTimeout(r, 5))
+      await eventOf(burning, 'assistant/message')
       const later = await host.spawn.start({ prompt: 'later', parent, signal: new AbortController().signal, agentOptions: { provider: 'later' } })
       expect(await burning.result).toEqual({ output: [{ type: 'text', text: 'burned' }], usage: { inputTokens: 0, outputTokens: 6 }, totalUsage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
       expect(await later.result).toEqual({ output: [{ type: 'text', text: 'built after the burn' }], usage: { inputTokens: 0, outputTokens: 6 }, totalUsage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
@@ -215,7 +228,7 @@ describe.each(POOLED)('%s transport', (isolation) => {
     it('a runner may address only its own children: a message for a child on another runner stops the sender, not the other child', async () => {
       const { host, parent } = workerHost(['hang'], { pool: { minThreads: 2, maxThreads: 2 } })
       const victim = await host.spawn.start({ prompt: 'wait', parent, signal: new AbortController().signal })
-      while (!host.agents.get(victim.id)!.session.events.some((e) => e.type === 'assistant/chunk')) await new Promise((r) => setTimeout(r, 5))
+      await eventOf(victim, 'assistant/chunk')
       host.models.register('forger', new ScriptedModel([toolCallResponse('f', 'forge', { frame: [{ type: 'idle', child: victim.id }] }), textResponse('never')]))
       const forger = await host.spawn.start({ prompt: 'forge', parent, signal: new AbortController().signal, agentOptions: { provider: 'forger' } })
       const forged = await forger.result

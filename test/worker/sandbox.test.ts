@@ -5,7 +5,7 @@
  * error naming the permission, and each grant in `sandbox` works. When the host dies, its child
  * processes exit.
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -123,21 +123,22 @@ describe('process transport: the agent module', () => {
 describe('process transport: a host that dies', () => {
   it('leaves no child process behind: the runners exit when their channel to it closes', async () => {
     const script = fileURLToPath(new URL('../fixtures/host-dies.mjs', import.meta.url))
-    const host = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const host = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const pipesClosed = closedByAll(host)
     const pid = await new Promise<number>((resolve, reject) => {
       host.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())))
       host.once('exit', (code) => reject(new Error(`the host exited early (${code})`)))
     })
     expect(alive(pid)).toBe(true)
     host.kill('SIGKILL')
-    const deadline = Date.now() + 5000
-    while (alive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
-    expect(alive(pid)).toBe(false)
+    await pipesClosed
+    expect(await gone([pid])).toEqual([])
   })
 
   it('leaves none behind even while a child spins in a synchronous loop: every process it started is gone within 2 s', async () => {
     const script = fileURLToPath(new URL('../fixtures/host-dies-spinning.mjs', import.meta.url))
-    const host = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const host = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const pipesClosed = closedByAll(host)
     const spinning = await new Promise<number>((resolve, reject) => {
       let said = ''
       host.stdout.on('data', (chunk: Buffer) => {
@@ -151,16 +152,37 @@ describe('process transport: a host that dies', () => {
     const started = new Set([spinning, ...childrenOf(host.pid!)])
     host.kill('SIGKILL')
     const killed = performance.now()
-    while ([...started].some(alive) && performance.now() - killed < 5000) await new Promise((resolve) => setTimeout(resolve, 10))
-    const gone = performance.now() - killed
-    const survivors = [...started].filter(alive)
+    // Closed once the host and each process holding them (the runner its stdout, the reaper its stderr) are gone, or after 5 s.
+    await Promise.race([pipesClosed, new Promise((resolve) => setTimeout(resolve, 5000).unref())])
+    const survivors = await gone([...started])
+    const goneMs = performance.now() - killed
     for (const pid of survivors) process.kill(pid, 'SIGKILL') // never leave a spinning process behind
     expect(survivors).toEqual([])
-    expect(gone).toBeLessThan(2000)
+    expect(goneMs).toBeLessThan(2000)
   })
 })
 
 /** Running: a zombie (killed, not yet reaped by its new parent) no longer runs. */
+/**
+ * Resolves when the dead host's stdout and stderr pipes are closed by every process holding them:
+ * its runners inherit its stdout, its reaper its stderr, so this is the moment they all exited.
+ */
+function closedByAll(host: ChildProcess): Promise<void> {
+  host.stderr!.pipe(process.stderr, { end: false })
+  const closed = (stream: NodeJS.ReadableStream) => new Promise<void>((resolve) => stream.once('close', () => resolve()))
+  return Promise.all([closed(host.stdout!), closed(host.stderr!)]).then(() => {})
+}
+
+/**
+ * The processes among `pids` still alive once they are done exiting. They closed their files, so
+ * they are in exit: what is left is at most the kernel turning them into zombies, which has no
+ * event; each is looked at once a turn, a bounded number of turns.
+ */
+async function gone(pids: number[], turns = 1000): Promise<number[]> {
+  for (let turn = 0; turn < turns && pids.some(alive); turn++) await new Promise((resolve) => setImmediate(resolve))
+  return pids.filter(alive)
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0)

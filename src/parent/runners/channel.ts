@@ -19,6 +19,7 @@ import { FrameIntake } from './intake.js'
 import type { ChildOutcome } from '../transport.js'
 import type { RunnerHooks } from './move-point.js'
 import { versionMismatchText } from '../../protocol/errors.js'
+import type { Mark } from './liveness.js'
 
 /** Why a child ended when its runner did. */
 export type Fault = NonNullable<ChildOutcome['fault']>
@@ -86,8 +87,8 @@ export class RunnerChannel {
   /** The runner broke the protocol: nothing more it sends is read. */
   #distrusted = false
   #ended = false
-  /** When the unanswered ping was sent (performance.now()), if one is. */
-  #pingedAt: number | undefined
+  /** When the unanswered ping was sent, by its judge's clock, if one is. */
+  #pinged: Mark | undefined
   #pings = 0
   /** The last ping answered: a pong answers a later ping that was sent (one may be lost on the way, as over Redis), never one twice. */
   #ponged = 0
@@ -142,14 +143,15 @@ export class RunnerChannel {
     return this.#children.size === 0 ? this.#idleSince : undefined
   }
 
-  /** How long the runner has left a ping unanswered, in ms (0 when none is outstanding). */
-  silentFor(now: number): number {
-    return this.#pingedAt === undefined ? 0 : now - this.#pingedAt
+  /** When the runner was sent the ping it has not answered yet, if one (its silence is judged from there). */
+  get pinged(): Mark | undefined {
+    return this.#pinged
   }
 
-  ping(now: number): void {
-    if (this.#pingedAt !== undefined || this.#ended) return
-    this.#pingedAt = now
+  /** Pings the runner, unless a ping is outstanding: `at` is now, by the judge that will judge the answer. */
+  ping(at: Mark): void {
+    if (this.#pinged !== undefined || this.#ended) return
+    this.#pinged = at
     this.outbox.push({ type: 'ping', n: ++this.#pings })
   }
 
@@ -180,7 +182,7 @@ export class RunnerChannel {
 
   receive(frame: unknown): void {
     if (this.#ended || this.#distrusted) return
-    this.#pingedAt = undefined
+    this.#pinged = undefined
     this.#intake.accept(frame)
   }
 

@@ -10,6 +10,7 @@
 import type { ResourceLimits } from 'node:worker_threads'
 import type { RunnerConfig } from '../../protocol/messages.js'
 import type { Fault, RunnerChannel } from './channel.js'
+import { SilenceJudge } from './liveness.js'
 import { RunnerSite, type OpenEndpoint } from './runner-site.js'
 import { CLOSED_BEFORE_END, closedWhileWaiting } from '../../protocol/errors.js'
 
@@ -51,13 +52,14 @@ export class RunnerPool {
   readonly #waiting: Waiter[] = []
   /** Moved children waiting for a slot: served before any start. */
   readonly #moving: Waiter[] = []
-  readonly #silenceLimitMs: number
+  readonly #judge: SilenceJudge
   #tick: NodeJS.Timeout | undefined
   #closed: Error | undefined
 
   constructor(settings: RunnerPoolSettings) {
     this.#settings = settings
-    this.#silenceLimitMs = settings.graceMs + LIVENESS_MARGIN_MS
+    const limitMs = settings.graceMs + LIVENESS_MARGIN_MS
+    this.#judge = new SilenceJudge({ limitMs, intervalMs: tickInterval(limitMs, settings.idleTimeoutMs) })
     this.#keepWarm()
   }
 
@@ -146,7 +148,10 @@ export class RunnerPool {
       },
     })
     this.#runners.add(runner)
-    this.#tick ??= setInterval(() => this.#check(), tickInterval(this.#silenceLimitMs, this.#settings.idleTimeoutMs)).unref()
+    if (!this.#tick) {
+      this.#judge.resume()
+      this.#tick = setInterval(() => this.#check(), this.#judge.intervalMs).unref()
+    }
     return runner
   }
 
@@ -166,19 +171,20 @@ export class RunnerPool {
 
   /** Heartbeats and idle retirement, on one timer for the whole pool. */
   #check(): void {
-    const now = performance.now()
-    for (const runner of [...this.#runners]) {
-      if (runner.stopping) continue
+    // Only a runner with no child running is judged: CPU work is what runners are for.
+    const suspects = this.#judge.check(this.#runners, (runner) => (runner.stopping || !runner.channel.judgeable ? undefined : runner.channel.pinged), (runner, silent) => {
       const { channel } = runner
-      const silent = channel.silentFor(now)
-      if (silent > this.#silenceLimitMs && channel.judgeable) {
-        runner.stop({
-          stopReason: 'error',
-          diagnostic: `the ${channel.label} stopped answering for ${Math.round(silent)} ms while none of its children was running (something on it never yields), so it was ${channel.kind.ended} and replaced`,
-        }, undefined, true)
-        continue
-      }
-      channel.ping(now)
+      runner.stop({
+        stopReason: 'error',
+        diagnostic: `the ${channel.label} stopped answering for ${Math.round(silent)} ms while none of its children was running (something on it never yields), so it was ${channel.kind.ended} and replaced`,
+      }, undefined, true)
+    })
+    const now = performance.now()
+    const at = this.#judge.mark()
+    for (const runner of [...this.#runners]) {
+      if (runner.stopping || suspects.has(runner)) continue
+      const { channel } = runner
+      channel.ping(at)
       const idleSince = channel.idleSince
       if (idleSince !== undefined && now - idleSince >= this.#settings.idleTimeoutMs && this.#runners.size > this.#settings.minThreads) {
         runner.stop({ stopReason: 'aborted', diagnostic: 'the runner was idle' })
