@@ -21,6 +21,7 @@ import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer } from '../../protocol/rpc.js'
 import { cloneableReason } from '../../protocol/values.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
+import { startGrace } from './grace.js'
 import { hostCalls } from './host-calls.js'
 import type { ChildOutcome } from '../transport.js'
 import type { ChildHandle, ChildMirror } from '../transport.js'
@@ -115,21 +116,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   cancel(reason: unknown): void {
     if (this.#phase !== 'running' || this.#grace) return
     this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
-    this.#grace = setTimeout(() => {
-      this.#channel.kill(
-        {
-          stopReason: 'error',
-          diagnostic: `the ${this.#channel.kind.noun} this child shared was ${this.#channel.kind.ended} because sibling subagent ${this.id} did not stop within ${this.#graceMs} ms of being cancelled`,
-        },
-        {
-          child: this,
-          fault: {
-            stopReason: 'aborted',
-            diagnostic: `the child did not stop within abortGraceMs (${this.#graceMs} ms) of being cancelled, so its ${this.#channel.kind.noun} was ${this.#channel.kind.ended}`,
-          },
-        },
-      )
-    }, this.#graceMs)
+    this.#grace = startGrace(this.#channel, this, this.#graceMs)
   }
 
   async release(): Promise<void> {
