@@ -26,6 +26,7 @@ import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/optio
 import { RunnerPool, type PoolSettings } from '../parent/runners/runner-pool.js'
 import { settingsOf } from '../parent/host/settings.js'
 import type { PoolOptions } from '../parent/types.js'
+import { DEFAULT_ABORT_GRACE_MS } from '../parent/runners/grace.js'
 import { openWorkerThread } from '../parent/runners/endpoints/worker-thread.js'
 import { HostLink } from '../remote/host-link.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
@@ -210,7 +211,7 @@ class Node implements WorkerNode {
     const agentModule = this.#moduleFor(config.agentModule)
     if (agentModule instanceof Error) return link.createFailed(create.child, agentModule)
     const pool = this.#poolFor(depth, config)
-    const graceMs = config.abortGraceMs ?? 2000
+    const graceMs = config.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS
     let child: RelayedChild
     try {
       child = await pool.place(signal, (thread) => {
@@ -244,7 +245,7 @@ class Node implements WorkerNode {
         minThreads: depth === 1 ? settings.minThreads : 0,
         maxQueue: Infinity,
         open: (events) => openWorkerThread({ env, resourceLimits }, events),
-        graceMs: config.abortGraceMs ?? 2000,
+        graceMs: config.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS,
         config,
       })
       this.#pools.set(key, pool)

@@ -6,6 +6,7 @@
  * and report the end of a thread the child was on (`ended`).
  */
 import type { ChannelChild, Fault, RunnerChannel } from '../parent/runners/channel.js'
+import { startGrace } from '../parent/runners/grace.js'
 import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
 import type { CreateMessage } from './envelope.js'
 
@@ -89,22 +90,7 @@ export class RelayedChild implements ChannelChild {
 
   #startGrace(): void {
     if (this.#grace || !this.#published) return
-    const where = this.#host.label
-    this.#grace = setTimeout(() => {
-      this.#thread.kill(
-        {
-          stopReason: 'error',
-          diagnostic: `the worker thread on ${where} this child shared was terminated because sibling subagent ${this.id} did not stop within ${this.#graceMs} ms of being cancelled`,
-        },
-        {
-          child: this,
-          fault: {
-            stopReason: 'aborted',
-            diagnostic: `the child did not stop within abortGraceMs (${this.#graceMs} ms) of being cancelled, so its worker thread on ${where} was terminated`,
-          },
-        },
-      )
-    }, this.#graceMs)
+    this.#grace = startGrace(this.#thread, this, this.#graceMs, this.#host.label)
   }
 
   #leave(drop: boolean): void {

@@ -13,6 +13,7 @@ import { createMemoryStore, type SessionStore } from '../driver/stores/store.js'
 import type { Transport } from '../transport.js'
 import { ENDPOINTS, isEndpointIsolation, type EndpointIsolation } from '../runners/endpoints/table.js'
 import type { PoolSettings } from '../runners/runner-pool.js'
+import { DEFAULT_ABORT_GRACE_MS } from '../runners/grace.js'
 import type { PoolOptions } from '../types.js'
 
 export type Isolation = 'inline' | EndpointIsolation
@@ -30,7 +31,7 @@ export interface HostOptions {
   pool?: PoolOptions
   /** What children may touch with isolation 'process' (Node's permission model); deny by default. */
   sandbox?: SandboxOptions
-  /** Cooperative cancel budget before a stuck runner is stopped; default 2000. */
+  /** Cooperative cancel budget before a stuck runner is stopped; default DEFAULT_ABORT_GRACE_MS (2000). */
   abortGraceMs?: number
   store?: SessionStore
   /** Deployment persona; a child's persona shadows it. */
@@ -70,7 +71,7 @@ export function settingsOf(options: HostOptions): HostSettings {
     throw new InvalidOptionError('sandbox', options.sandbox, "given only with isolation: 'process' (worker threads and inline children run with the host's own permissions)")
   }
   // The grace and the liveness margin after it (grace + 1 s) must both fit a timer.
-  const abortGraceMs = integerOption('abortGraceMs', options.abortGraceMs, 0, MAX_TIMER_MS - 1000) ?? 2000
+  const abortGraceMs = integerOption('abortGraceMs', options.abortGraceMs, 0, MAX_TIMER_MS - 1000) ?? DEFAULT_ABORT_GRACE_MS
   const maxParallelToolCalls = integerOption('maxParallelToolCalls', options.maxParallelToolCalls, 1) ?? 8
   if (options.persona !== undefined && typeof options.persona !== 'string') throw new InvalidOptionError('persona', options.persona, 'a string')
   const store = options.store ?? createMemoryStore()

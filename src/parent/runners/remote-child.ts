@@ -31,6 +31,7 @@ import { cloneableReason } from '../../protocol/values.js'
 import { messageOf } from '../../protocol/errors.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
 import { CallLedger } from './call-ledger.js'
+import { startGrace } from './grace.js'
 import { hostCalls } from './host-calls.js'
 import type { ChildOutcome } from '../transport.js'
 import type { ChildHandle, ChildMirror } from '../transport.js'
@@ -149,21 +150,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     if (this.#move) return this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the child was cancelled while it was being moved to another runner' } }, 'drop')
     if (this.#phase !== 'running' || this.#grace) return
     this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
-    this.#grace = setTimeout(() => {
-      this.#channel.kill(
-        {
-          stopReason: 'error',
-          diagnostic: `the ${this.#channel.kind.noun} this child shared was ${this.#channel.kind.ended} because sibling subagent ${this.id} did not stop within ${this.#options.graceMs} ms of being cancelled`,
-        },
-        {
-          child: this,
-          fault: {
-            stopReason: 'aborted',
-            diagnostic: `the child did not stop within abortGraceMs (${this.#options.graceMs} ms) of being cancelled, so its ${this.#channel.kind.noun} was ${this.#channel.kind.ended}`,
-          },
-        },
-      )
-    }, this.#options.graceMs)
+    this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
   }
 
   async release(): Promise<void> {
