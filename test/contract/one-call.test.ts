@@ -29,7 +29,7 @@ describe.each(TRANSPORTS)('one-call forms [%s]', (transport) => {
   it('provider.run is start, then result, then dispose: it resolves with the result and the child is gone', async () => {
     const fx = setup(transport, [textResponse('one call')])
     const result = await fx.host.spawn.run({ prompt: 'hi', parent: fx.parent })
-    expect(result).toEqual({ output: [{ type: 'text', text: 'one call' }], usage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
+    expect(result).toEqual({ output: [{ type: 'text', text: 'one call' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
     expect(fx.host.agents.list().map((agent) => agent.id)).toEqual([fx.parent.id])
   })
 
