@@ -44,13 +44,13 @@ export const FULL_PLAN: Plan = {
 }
 
 export const QUICK_PLAN: Plan = {
-  latency: { warmup: 50, samples: 100, batch: 50 },
-  throughput: { warmup: 100, total: 300, inFlight: 64, rounds: 2 },
+  latency: { warmup: 20, samples: 60, batch: 30 },
+  throughput: { warmup: 50, total: 200, inFlight: 64, rounds: 2 },
   // S3's 64 in flight, not 1,000 (so the remote column keeps S3's nodes): each delegation still waits its 2 × 20 ms.
-  io: { warmup: 100, total: 200, inFlight: 64, latencyMs: 20, rounds: 2 },
+  io: { warmup: 50, total: 150, inFlight: 64, latencyMs: 20, rounds: 2 },
   cpu: { children: 4, burnMs: 50, rounds: 2 },
   memory: { children: 100, rounds: 1 },
-  abort: { rounds: 2, graceMs: 200 },
+  abort: { rounds: 1, graceMs: 200 },
   // Fewer children, a quarter of the stream at the same pace: a batch's ideal is 500 ms, not 2 s.
   stream: { children: 50, threads: 3, rounds: 1, chunks: 25, intervalMs: 20 },
   coldStart: { rounds: 2 },
