@@ -1,7 +1,7 @@
 /** `subagent-worker mcp`: delegation as an MCP server on stdio, until the client closes stdin. */
 import { parseArgs } from 'node:util'
 import { createHost, OpenAICompatibleModel, type AgentOptions, type Host, type Model, type ModelRequest, type StreamChunk } from '../index.js'
-import { UsageError } from './usage.js'
+import { UsageError } from './terminal/failure.js'
 
 export const MCP_USAGE = `usage: subagent-worker mcp [--isolation worker|process|inline] [--agent-module URL]
                            [--openai-base-url URL --model NAME]

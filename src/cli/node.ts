@@ -1,6 +1,6 @@
 /** `subagent-worker node`: a worker node serving a BullMQ queue until SIGTERM or SIGINT. */
 import { parseArgs } from 'node:util'
-import { CommandFailure, UsageError } from './usage.js'
+import { CommandFailure, UsageError } from './terminal/failure.js'
 
 export const NODE_USAGE = `usage: subagent-worker node --redis URL [--queue NAME] [--max-threads N]
                             [--min-threads N] [--idle-timeout-ms MS] [--children-per-worker M]
