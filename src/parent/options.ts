@@ -1,14 +1,14 @@
 /** Option errors and the checks every room of the host shares (settings, the driver, stores, the tools, the bullmq adapter). */
+import { subagentError, SubagentTypeError } from '../protocol/errors.js'
 import type { AgentOptions } from '../agent/view.js'
 
 /** A host option with a wrong value: names the option, the value and what it may be. */
-export class InvalidOptionError extends TypeError {
+export class InvalidOptionError extends SubagentTypeError<'ERR_SUBAGENT_OPTION'> {
   override name = 'InvalidOptionError'
-  readonly code = 'ERR_SUBAGENT_OPTION'
   readonly option: string
 
   constructor(option: string, value: unknown, expected: string) {
-    super(`${option} must be ${expected}, not ${describe(value)}`)
+    super('ERR_SUBAGENT_OPTION', `${option} must be ${expected}, not ${describe(value)}`)
     this.option = option
   }
 }
@@ -42,16 +42,16 @@ export function isNonNegativeSafeInteger(value: unknown): value is number {
 
 /** Validates agent options; `what` names them in errors. */
 export function checkAgentOptions(options: unknown, what: string): AgentOptions {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new TypeError(`${what} must be an object`)
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', `${what} must be an object`)
   const { provider, model, maxTokens, subagentDepth } = options as AgentOptions
   for (const [key, value] of [['provider', provider], ['model', model]] as const) {
-    if (value !== undefined && (typeof value !== 'string' || value === '')) throw new TypeError(`${what}.${key} must be a non-empty string`)
+    if (value !== undefined && (typeof value !== 'string' || value === '')) throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', `${what}.${key} must be a non-empty string`)
   }
   if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0)) {
-    throw new TypeError(`${what}.maxTokens must be a positive safe integer`)
+    throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', `${what}.maxTokens must be a positive safe integer`)
   }
   if (subagentDepth !== undefined && !isNonNegativeSafeInteger(subagentDepth)) {
-    throw new TypeError('agent subagentDepth must be a non-negative safe integer')
+    throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', 'agent subagentDepth must be a non-negative safe integer')
   }
   return options as AgentOptions
 }
