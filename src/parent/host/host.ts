@@ -243,6 +243,8 @@ export function createHost(options: HostOptions = {}): Host {
     async resumeAgent(id, resumeOptions = {}) {
       if (closing) throw hostClosed('resume agents')
       checkSessionId(id)
+      // Refused before the store is read or its transcript claimed.
+      const given = checkAgentOptions(resumeOptions, 'resume options')
       if (agents.has(id)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
       const stored = await store.read(id)
       if (!stored) throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `no session "${id}" in the store: resume an id the store lists (store.list()), or createAgent() to start a new one`)
@@ -252,7 +254,7 @@ export function createHost(options: HostOptions = {}): Host {
       await store.append(id, [])
       // The header keeps the agent's model: options given here override it.
       const { provider, model } = stored.header
-      const options = { ...(provider === undefined ? {} : { provider }), ...(model === undefined ? {} : { model }), ...checkAgentOptions(resumeOptions, 'resume options') }
+      const options = { ...(provider === undefined ? {} : { provider }), ...(model === undefined ? {} : { model }), ...given }
       const spent = stored.header.limits?.maxTotalTokens === undefined ? 0 : await spentInTree(store, stored.header, stored.events)
       return adopt(stored.header, options, stored.events, spent)
     },

@@ -10,7 +10,7 @@ import { textOf, type ContentBlock } from '../../protocol/content.js'
 import { messageOf, subagentError } from '../../protocol/errors.js'
 import { checkLimits, type ChildLimits } from '../driver/limits.js'
 import { withDelegatingCall } from '../driver/delegating-call.js'
-import { isNonNegativeSafeInteger } from '../options.js'
+import { checkAgentOptions, isNonNegativeSafeInteger } from '../options.js'
 import type { Host } from '../host/host.js'
 import type { SubagentProvider, SubagentResult, SubagentStartRequest } from '../types.js'
 
@@ -168,7 +168,7 @@ function checkConfig(host: Pick<Host, 'spawn' | 'fork'>, config: SubagentToolCon
     if (allow === undefined && deny === undefined) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'subagent tool toolFilter must name allow or deny')
     request.toolFilter = config.toolFilter
   }
-  if (config.agentOptions !== undefined) request.agentOptions = config.agentOptions
+  if (config.agentOptions !== undefined) request.agentOptions = checkAgentOptions(config.agentOptions, 'subagent tool config.agentOptions')
   const limits = checkLimits(config.limits)
   if (limits !== undefined) request.limits = limits
   return { provider, toolName, background, request }
