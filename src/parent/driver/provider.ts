@@ -22,7 +22,7 @@ import type { ChildHandle, ChildTransport } from '../transport.js'
 import { ChildWatch, type Mirror } from './watch.js'
 import { delegatingCallOf } from './delegating-call.js'
 import type { HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from '../types.js'
-import { hostClosed } from '../../protocol/errors.js'
+import { hostClosed, subagentError } from '../../protocol/errors.js'
 
 /** What a provider needs from its host. */
 export interface ProviderHost {
@@ -49,7 +49,7 @@ export interface ProviderHost {
 const PRE_PUBLICATION_ABORT = 'subagent request was aborted before child publication'
 
 function abortedBeforePublication(signal: AbortSignal): Error {
-  return new Error(PRE_PUBLICATION_ABORT, { cause: signal.reason })
+  return subagentError('ERR_SUBAGENT_ABORTED', PRE_PUBLICATION_ABORT, { cause: signal.reason })
 }
 
 export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): HostProvider {
@@ -79,8 +79,8 @@ async function run(host: ProviderHost, provider: string, fork: boolean, request:
 }
 
 async function start(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest): Promise<SubagentRun> {
-  if (typeof request !== 'object' || request === null) throw new TypeError('subagent start needs a request object')
-  if (request.signal !== undefined && !(request.signal instanceof AbortSignal)) throw new TypeError('subagent request signal must be an AbortSignal when given')
+  if (typeof request !== 'object' || request === null) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent start needs a request object')
+  if (request.signal !== undefined && !(request.signal instanceof AbortSignal)) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent request signal must be an AbortSignal when given')
   // Without one the run is cancelled only by dispose() or host.close(): a signal of its own that never aborts.
   const signal = request.signal ?? new AbortController().signal
   // The contract's order: maxDepth, an aborted signal, depth, outputSchema, toolFilter.
@@ -89,7 +89,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   const { parent } = request
   checkParent(parent)
   for (const key of ['label', 'persona'] as const) {
-    if (request[key] !== undefined && typeof request[key] !== 'string') throw new TypeError(`subagent request ${key} must be a string`)
+    if (request[key] !== undefined && typeof request[key] !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', `subagent request ${key} must be a string`)
   }
   const requestedLimits = checkLimits(request.limits)
   const childDepth = childDepthOf(parent, maxDepth)
@@ -125,7 +125,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   }
   const { cwd } = parent.session.header
   if (cwd !== undefined) {
-    if (typeof cwd !== 'string') throw new TypeError('subagent parent session.header.cwd must be a string')
+    if (typeof cwd !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent parent session.header.cwd must be a string')
     header.cwd = cwd
   }
   if (seed.length > 0) header.seedLength = seed.length
@@ -225,7 +225,7 @@ function checkParent(parent: unknown): asserts parent is AgentView {
     if (!Array.isArray(p.session.events)) return 'session.events must be an array'
     return undefined
   })()
-  if (problem) throw new TypeError(`subagent parent must look like { id, options, session: { header, events } }: ${problem}`)
+  if (problem) throw subagentError('ERR_SUBAGENT_REQUEST', `subagent parent must look like { id, options, session: { header, events } }: ${problem}`)
 }
 
 /** The parent's events up to and including its last `turn/end`; the in-flight turn is never copied. */
@@ -240,11 +240,11 @@ function forkSeed(parent: AgentView): SessionEvent[] {
   }
   const seed = events.slice(0, end + 1)
   for (const [index, event] of seed.entries()) {
-    if (!isSessionEvent(event)) throw new TypeError(`parent session event ${index} is malformed: it needs a numeric seq and a string type`)
+    if (!isSessionEvent(event)) throw subagentError('ERR_SUBAGENT_REQUEST', `parent session event ${index} is malformed: it needs a numeric seq and a string type`)
   }
   try {
     return structuredClone(seed)
   } catch (error) {
-    throw new TypeError(`parent session events must be plain data to be forked: ${(error as Error).message}`)
+    throw subagentError('ERR_SUBAGENT_REQUEST', `parent session events must be plain data to be forked: ${(error as Error).message}`)
   }
 }
