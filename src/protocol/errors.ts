@@ -91,6 +91,8 @@ const KINDS = {
   ERR_SUBAGENT_SESSION_LIVE: 'error',
   ERR_SUBAGENT_MODEL_ENDPOINT: 'error',
   ERR_SUBAGENT_RUNNER_LOST: 'error',
+  /** A continuable child asked for something it cannot take (an outputSchema). */
+  ERR_SUBAGENT_CONTINUABLE: 'type',
 } as const satisfies Record<`ERR_SUBAGENT_${string}`, 'error' | 'type'>
 
 export type SubagentErrorCode = keyof typeof KINDS
