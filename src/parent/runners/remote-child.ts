@@ -25,6 +25,7 @@ import type { ContentBlock } from '../../protocol/content.js'
 import { fromWireError } from '../../protocol/error.js'
 import type { HostMessage, RunnerMessage } from '../../protocol/messages.js'
 import type { SessionEvent } from '../../protocol/session.js'
+import type { Notice } from '../../protocol/notice.js'
 import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer, type RpcHandlers } from '../../protocol/rpc.js'
 import { cloneableReason } from '../../protocol/values.js'
@@ -96,6 +97,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   /** While moving: how it goes on once rebuilt, and the wait for a slot. */
   #move: { point: MovePoint; placing: AbortController } | undefined
   #moves = 0
+  /** Notices that came while it was between runners: its new runner gets them once it goes on. */
+  #heldNotices: Notice[] = []
 
   constructor(spec: ChildSpec, mirror: ChildMirror, channel: RunnerChannel, options: RemoteChildOptions) {
     this.id = spec.id
@@ -151,6 +154,12 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     if (this.#phase !== 'running' || this.#grace) return
     this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
     this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
+  }
+
+  /** Only a running child has a loop to take a notice; one being moved gets it on its new runner. */
+  notify(notice: Notice): void {
+    if (this.#move) this.#heldNotices.push(notice)
+    else if (this.#phase === 'running') this.#channel.send({ type: 'notify', child: this.id, ...notice })
   }
 
   async release(): Promise<void> {
@@ -295,6 +304,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#phase = 'running'
     if (point.kind === 'publish') this.#channel.send({ type: 'publish', child: this.id, prompt: this.#prompt! })
     else this.#channel.send({ type: 'continue', child: this.id, concluded: point.concluded })
+    for (const notice of this.#heldNotices.splice(0)) this.#channel.send({ type: 'notify', child: this.id, ...notice })
   }
 
   #validStructured(value: unknown): boolean {
@@ -334,6 +344,7 @@ function describeTool(tool: ToolDefinition): RemoteToolDescriptor {
   const descriptor: RemoteToolDescriptor = { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> }
   if (tool.needsApproval !== undefined) descriptor.needsApproval = tool.needsApproval
   if (tool.concurrencySafe !== undefined) descriptor.concurrencySafe = tool.concurrencySafe
+  if (tool.guidance !== undefined) descriptor.guidance = tool.guidance
   return descriptor
 }
 
