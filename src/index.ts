@@ -2,7 +2,7 @@
 export { createHost, type Host, type HostOptions, type AgentInit } from './parent/host/host.js'
 export type { Transport } from './parent/transport.js'
 export type { SandboxOptions } from './parent/runners/endpoints/sandbox.js'
-export type { SubagentProvider, HostProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason, StructuredOf, PoolOptions } from './parent/types.js'
+export type { SubagentProvider, HostProvider, SubagentRun, SubagentResult, SubagentStartRequest, SubagentStopReason, StructuredOf, PoolOptions, ContinuableRun, ContinuableStartRequest, Settlement } from './parent/types.js'
 export { SubagentDepthError } from './parent/driver/depth.js'
 export { InvalidOptionError } from './parent/options.js'
 export { createMemoryStore, SessionLiveError, type MemoryStoreOptions, type SessionStore, type SessionFilter, type SessionList } from './parent/driver/stores/store.js'

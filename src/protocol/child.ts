@@ -18,7 +18,7 @@ export type AgentOptions = Wire<typeof AgentOptions>
 export const ToolFilter = closed({ allow: arrayOf(string), deny: arrayOf(string) }, ['allow', 'deny'])
 export type ToolFilter = Wire<typeof ToolFilter>
 
-export const ChildDescriptor = closed({ mode: { const: 'one-shot' }, provider: string, label: string }, ['label'])
+export const ChildDescriptor = closed({ mode: { enum: ['one-shot', 'continuable'] }, provider: string, label: string }, ['label'])
 export type ChildDescriptor = Wire<typeof ChildDescriptor>
 
 export const ChildSpec = closed(

@@ -29,6 +29,8 @@ const KINDS = {
   ERR_SUBAGENT_MODULE_LOAD: 'error',
   ERR_SUBAGENT_SESSION_ID: 'type',
   ERR_SUBAGENT_STORE: 'error',
+  ERR_SUBAGENT_DISPOSED: 'error',
+  ERR_SUBAGENT_CONTINUABLE: 'type',
 } as const satisfies Record<`ERR_SUBAGENT_${string}`, 'error' | 'type'>
 
 export type SubagentErrorCode = keyof typeof KINDS

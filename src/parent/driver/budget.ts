@@ -45,6 +45,8 @@ export class Budget {
   #reportedSteps = 0
   #servedSteps = 0
   #spent: LimitReason | undefined
+  /** The spent limit is this node's own deadline: a continuable child's next activation has a new one. */
+  #timedOut = false
   /** Whether any usage was counted for this node or a descendant: `totalUsage` is absent until then. */
   #counted = false
 
@@ -86,17 +88,37 @@ export class Budget {
 
   /** The agent runs from now: its deadline starts, and limits reached stop it through `owner`. */
   begin(owner: BudgetOwner, options: { unref?: boolean } = {}): void {
+    // Begun again (a continuable child's next activation): its deadline and step count start over,
+    // what it spent in tokens does not (CONTRACT.md §13).
+    clearTimeout(this.#timer)
+    this.#servedSteps = 0
+    if (this.#timedOut) {
+      this.#timedOut = false
+      this.#spent = undefined
+    }
     this.#owner = owner
     const { timeoutMs } = this.limits
     if (timeoutMs === undefined) return
     this.#deadline = performance.now() + timeoutMs
+    const timedOut = () => {
+      this.#timedOut = this.#spent === undefined
+      this.#exhaust(limitReason('timeoutMs', timeoutMs))
+    }
     // A timer fires at once beyond MAX_TIMER_MS: a longer deadline is waited for in parts.
     const arm = (ms: number) => {
-      this.#timer = setTimeout(() => (ms > MAX_TIMER_MS ? arm(ms - MAX_TIMER_MS) : this.#exhaust(limitReason('timeoutMs', timeoutMs))), Math.min(ms, MAX_TIMER_MS))
+      this.#timer = setTimeout(() => (ms > MAX_TIMER_MS ? arm(ms - MAX_TIMER_MS) : timedOut()), Math.min(ms, MAX_TIMER_MS))
       // A top-level agent's deadline must not hold the process open while it sits idle.
       if (options.unref) this.#timer.unref()
     }
     arm(timeoutMs)
+  }
+
+  /** Between a continuable child's activations: no deadline runs and nothing is stopped; the node stays in the tree. */
+  pause(): void {
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#deadline = undefined
+    this.#owner = undefined
   }
 
   /** The agent is done: nothing of it is stopped any more (what it spent still counts above it). */

@@ -4,15 +4,16 @@
  */
 import type { AgentOptions, AgentView } from '../../agent/view.js'
 import { textOf, type ContentBlock } from '../../protocol/content.js'
-import type { SessionEvent, SessionHeader, TurnEndReason } from '../../protocol/session.js'
+import type { SessionEvent } from '../../protocol/session.js'
 import { limitDiagnostic, type LimitReason } from '../../agent/limit-stop.js'
 import type { Budget } from './budget.js'
 import type { ChildOutcomeInfo } from './diagnostics.js'
 import type { Lifecycle, SubagentEndEvent, SubagentStartEvent } from './lifecycle.js'
-import { diagnosticText, extractResult } from './result.js'
+import { extractResult } from './result.js'
+import { closeTurn } from './close-turn.js'
 import type { EventsOptions } from './feed.js'
 import type { SessionWriter } from './stores/store.js'
-import type { ChildHandle, ChildOutcome } from '../transport.js'
+import type { ChildHandle } from '../transport.js'
 import type { SubagentResult, SubagentRun } from '../types.js'
 import type { ChildWatch, Mirror } from './watch.js'
 import { messageOf } from '../../protocol/errors.js'
@@ -103,7 +104,7 @@ export class DelegationRun implements SubagentRun {
     const { handle, mirror, prompt, seedLength, structuredRequested, options } = this.#init
     try {
       const outcome = await handle.run(prompt)
-      if (outcome.fault) this.#closeTurn(outcome.fault)
+      if (outcome.fault) closeTurn(mirror.session.events, seedLength, outcome.fault, this.#limit, this.#init.record)
       const result = extractResult(mirror.session.events, outcome, {
         seedLength,
         cancelled: this.#cancelled,
@@ -119,27 +120,6 @@ export class DelegationRun implements SubagentRun {
     } finally {
       this.#init.signal.removeEventListener('abort', this.#onAbort)
     }
-  }
-
-  /**
-   * A child whose runner died (crashed, or terminated after the grace) never recorded the end of
-   * its turn: the host records it, with the diagnostic, so the transcript on disk says what the
-   * result says.
-   */
-  #closeTurn(fault: NonNullable<ChildOutcome['fault']>): void {
-    const { events } = this.#init.mirror.session
-    let turn = events.length - 1
-    while (turn >= this.#init.seedLength && events[turn]!.type !== 'turn/start' && events[turn]!.type !== 'turn/end') turn--
-    if (turn < this.#init.seedLength || events[turn]!.type !== 'turn/start') return
-    const diagnostic = diagnosticText(fault.diagnostic)
-    // A child stopped for a limit records the limit's reason, as a cooperative stop would have,
-    // however its runner went after the cancel (the grace, or a liveness check that came first).
-    const reason: TurnEndReason = this.#limit
-      ? { kind: 'aborted', reason: this.#limit }
-      : fault.stopReason === 'aborted'
-        ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } }
-        : { kind: 'error', message: diagnostic }
-    this.#init.record({ seq: events.length, type: 'turn/end', data: { reason } })
   }
 
   /**

@@ -24,6 +24,8 @@ import { settingsOf, type HostOptions, type HostSettings } from './settings.js'
 import { createProvider } from '../driver/provider.js'
 import type { DelegationRun } from '../driver/run.js'
 import type { Mirror } from '../driver/watch.js'
+import { attachContinuables, Continuables } from '../driver/continuables.js'
+import type { ContinuableChild } from '../driver/continuable.js'
 import { checkSessionId, SessionWriter } from '../driver/stores/store.js'
 import type { ChildTransport } from '../transport.js'
 import type { HostProvider, Placement } from '../types.js'
@@ -79,6 +81,7 @@ export function createHost(options: HostOptions = {}): Host {
   const hostTools = new Map<string, ToolDefinition>()
   const agents = new Map<string, AgentView>()
   const runs = new Set<DelegationRun>()
+  const continuables = new Continuables()
   const budgets = new Map<string, Budget>()
   const topLevel = new Map<string, { agent: AgentRuntime; writer: SessionWriter }>()
   const jobs = createJobRegistry()
@@ -150,6 +153,12 @@ export function createHost(options: HostOptions = {}): Host {
       runs.delete(run)
       agents.delete(run.id)
       budgets.delete(run.id)
+    },
+    trackContinuable: (child: ContinuableChild, parentId: string) => continuables.add(child, parentId),
+    retireContinuable(child: ContinuableChild) {
+      continuables.retire(child.id)
+      agents.delete(child.id)
+      budgets.delete(child.id)
     },
     budgets,
     limits: settings.limits,
@@ -259,7 +268,7 @@ export function createHost(options: HostOptions = {}): Host {
     on: (event, listener) => lifecycle.on(event, listener),
     close() {
       return (closing ??= (async () => {
-        await Promise.allSettled([...runs].map((run) => run.dispose()))
+        await Promise.allSettled([...runs, ...continuables.runs()].map((run) => run.dispose()))
         await jobs.killAll()
         for (const { agent } of topLevel.values()) agent.cancel({ kind: 'host-closed' })
         await Promise.allSettled([...topLevel.values()].map(({ agent }) => agent.whenIdle()))
@@ -272,6 +281,7 @@ export function createHost(options: HostOptions = {}): Host {
     },
     [Symbol.asyncDispose]: () => host.close(),
   }
+  attachContinuables(host, continuables)
   return host
 }
 
