@@ -178,10 +178,9 @@ export class ContinuableChild implements ContinuableRun {
     const { budget } = this.#init
     budget.begin({ stop: (reason) => this.#limitStop(activation, handle, reason) })
     try {
-      const running = handle.run(activation.message)
-      // Behind the activation's message, so its first step takes them.
+      // Into the inbox before the activation begins: its first step takes them, behind its message.
       for (const notice of this.#notices.splice(0)) handle.notify(notice)
-      return this.#settlementOf(activation, this.#resultOf(activation, await running))
+      return this.#settlementOf(activation, this.#resultOf(activation, await handle.run(activation.message)))
     } catch (error) {
       return this.#settlementOf(activation, { output: [], stopReason: 'error', diagnostic: `the activation failed: ${messageOf(error)}` })
     } finally {

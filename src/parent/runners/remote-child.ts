@@ -156,10 +156,13 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
   }
 
-  /** Only a running child has a loop to take a notice; one being moved gets it on its new runner. */
+  /**
+   * Into the child's inbox on its runner: a built child keeps it for the turn it is about to run,
+   * a running one takes it at its next step, one being moved gets it on its new runner.
+   */
   notify(notice: Notice): void {
     if (this.#move) this.#heldNotices.push(notice)
-    else if (this.#phase === 'running') this.#channel.send({ type: 'notify', child: this.id, ...notice })
+    else if (this.#phase === 'created' || this.#phase === 'running') this.#channel.send({ type: 'notify', child: this.id, ...notice })
   }
 
   async release(): Promise<void> {
@@ -302,9 +305,10 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     const { point } = this.#move!
     this.#move = undefined
     this.#phase = 'running'
+    // Before the turn goes on, so its next step takes them.
+    for (const notice of this.#heldNotices.splice(0)) this.#channel.send({ type: 'notify', child: this.id, ...notice })
     if (point.kind === 'publish') this.#channel.send({ type: 'publish', child: this.id, prompt: this.#prompt! })
     else this.#channel.send({ type: 'continue', child: this.id, concluded: point.concluded })
-    for (const notice of this.#heldNotices.splice(0)) this.#channel.send({ type: 'notify', child: this.id, ...notice })
   }
 
   #validStructured(value: unknown): boolean {
