@@ -240,6 +240,91 @@ describe.each(TRANSPORTS)('§13 the continuable subagent tool and settlement not
   })
 })
 
+describe.each(TRANSPORTS)('§13 end to end: a scripted parent works with two continuable children [%s]', (transport) => {
+  it('starts two together, keeps working, receives both notices, sends one more work and uses its answer', async () => {
+    const gates = { a: gate(), b: gate(), again: gate() }
+    const seen: Settlement[] = []
+    const textOf = (message: unknown) => ((message as { content: Array<{ type: string; text?: string }> }).content ?? []).map((b) => b.text ?? '').join('')
+    const noticesIn = (request: ModelRequest) => request.messages.map(textOf).filter((t) => t.startsWith('subagent '))
+    const idOf = (request: ModelRequest, answer: string) => noticesIn(request).map((t) => /^subagent (\S+) finished \(completed\)\n(.*)$/s.exec(t)).find((m) => m?.[2] === answer)![1]!
+    let idA = ''
+    const parentScript: ScriptEntry[] = [
+      toolCallsResponse([
+        { id: 'a', name: 'subagent', args: { description: 'research A', prompt: 'find A' } },
+        { id: 'b', name: 'subagent', args: { description: 'research B', prompt: 'find B' } },
+      ]),
+      toolCallResponse('w1', 'work', {}),
+      (request) => ((idA = idOf(request, 'A is 42')), toolCallResponse('m1', 'send_message', { subagent_id: idA, message: 'double it' })),
+      toolCallResponse('w2', 'work', {}),
+      (request) => {
+        const doubled = noticesIn(request).at(-1)!.split('\n')[1]!.replace('A doubled is ', '')
+        return textResponse(`final: ${doubled} and ${noticesIn(request).find((t) => t.endsWith('B is 7'))!.slice(-1)}`)
+      },
+    ]
+    // One model for both children, answering by task: they run at the same time, in either order.
+    const respond: ScriptEntry = async (request) => {
+      const first = textOf(request.messages[0])
+      const last = textOf(request.messages.at(-1))
+      if (first === 'find B') return (await gates.b.opened, textResponse('B is 7'))
+      if (last === 'double it') return (await gates.again.opened, textResponse('A doubled is 84'))
+      return (await gates.a.opened, textResponse('A is 42'))
+    }
+    const f = setup(transport, parentScript)
+    f.host.models.register('child', new ScriptedModel([respond, respond, respond]))
+    f.host.tools.register(createSubagentTool(f.host, { provider: 'spawn', backgroundMode: 'continuable', agentOptions: { provider: 'child' } }))
+    f.host.tools.register(createSendMessageTool(f.host))
+    f.host.on('subagent/settled', (s) => seen.push(s))
+    /** Resolves once `n` settlements came, whenever they came. */
+    const settledCount = (n: number) => (seen.length >= n ? Promise.resolve() : new Promise<void>((resolve) => { const off = f.host.on('subagent/settled', () => { if (seen.length >= n) { off(); resolve() } }) }))
+    let works = 0
+    f.host.tools.register(
+      defineTool({
+        name: 'work',
+        description: 'Does some of the parent\'s own work.',
+        parameters: { type: 'object', properties: {}, additionalProperties: false },
+        async execute() {
+          // The parent's own work lasts as long as its children's: A finishes first, then B; later, A's second task.
+          if (++works === 1) {
+            gates.a.open()
+            await settledCount(1)
+            gates.b.open()
+            await settledCount(2)
+          } else {
+            gates.again.open()
+            await settledCount(3)
+          }
+          return 'worked'
+        },
+      }),
+    )
+
+    const outcome = await f.parent.run('research A and B')
+    expect(outcome.output).toEqual([{ type: 'text', text: 'final: 84 and 7' }])
+    const idB = seen[1]!.id
+    expect(seen.map((s) => [s.id, s.activation, s.stopReason, s.lastAssistantMessage])).toEqual([
+      [idA, 1, 'completed', 'A is 42'],
+      [idB, 1, 'completed', 'B is 7'],
+      [idA, 2, 'completed', 'A doubled is 84'],
+    ])
+    expect(results(f.parent.session.events).map(text)).toEqual([`started subagent ${idA}`, `started subagent ${idB}`, 'worked', `message sent to subagent ${idA}`, 'worked'])
+    const requests = f.model.requests
+    expect(requests.map(noticesIn)).toEqual([
+      [],
+      [],
+      [`subagent ${idA} finished (completed)\nA is 42`, `subagent ${idB} finished (completed)\nB is 7`],
+      [`subagent ${idA} finished (completed)\nA is 42`, `subagent ${idB} finished (completed)\nB is 7`],
+      [`subagent ${idA} finished (completed)\nA is 42`, `subagent ${idB} finished (completed)\nB is 7`, `subagent ${idA} finished (completed)\nA doubled is 84`],
+    ])
+    const sources = f.parent.session.events.filter((e) => e.type === 'user/message').map((e) => (e.data as { source: unknown }).source)
+    expect(sources).toEqual([
+      { kind: 'user' },
+      { kind: 'subagent-settlement', subagentId: idA, activation: 1 },
+      { kind: 'subagent-settlement', subagentId: idB, activation: 1 },
+      { kind: 'subagent-settlement', subagentId: idA, activation: 2 },
+    ])
+  })
+})
+
 describe('§13 tool configuration refusals', () => {
   it("backgroundMode other than 'one-shot' or 'continuable' is an InvalidOptionError", () => {
     const { host } = setup('inline')
