@@ -92,10 +92,6 @@ export class Budget {
     // what it spent in tokens does not (CONTRACT.md §13).
     clearTimeout(this.#timer)
     this.#servedSteps = 0
-    if (this.#timedOut) {
-      this.#timedOut = false
-      this.#spent = undefined
-    }
     this.#owner = owner
     const { timeoutMs } = this.limits
     if (timeoutMs === undefined) return
@@ -113,8 +109,15 @@ export class Budget {
     arm(timeoutMs)
   }
 
-  /** Between a continuable child's activations: no deadline runs and nothing is stopped; the node stays in the tree. */
+  /**
+   * Between a continuable child's activations: no deadline runs and nothing is stopped; the node
+   * stays in the tree. A deadline it had spent was the activation's, not the child's.
+   */
   pause(): void {
+    if (this.#timedOut) {
+      this.#timedOut = false
+      this.#spent = undefined
+    }
     clearTimeout(this.#timer)
     this.#timer = undefined
     this.#deadline = undefined
