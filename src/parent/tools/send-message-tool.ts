@@ -4,7 +4,7 @@
  * it started; an unknown, foreign or disposed id is an error result that says which.
  */
 import { defineTool, ToolError, type ToolDefinition } from '../../agent/tools.js'
-import { SubagentError } from '../../protocol/errors.js'
+import { SubagentError, subagentError } from '../../protocol/errors.js'
 import { continuablesOf } from '../driver/continuables.js'
 import type { Host } from '../host/host.js'
 import { SUBAGENT_TOOL_TEXTS as TEXTS } from './texts.js'
@@ -28,7 +28,7 @@ export const SEND_MESSAGE_TEXTS = {
 
 export function createSendMessageTool(host: Host): ToolDefinition<SendMessageArgs> {
   const continuables = typeof host === 'object' && host !== null ? continuablesOf(host) : undefined
-  if (!continuables) throw new TypeError('createSendMessageTool needs a host made by createHost')
+  if (!continuables) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'createSendMessageTool needs a host made by createHost')
   return defineTool<SendMessageArgs>({
     name: 'send_message',
     description: TEXTS.sendMessage,
