@@ -15,7 +15,7 @@ import type { Model, ModelMessage, ModelRequest } from './model.js'
 import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
 import { Session } from './session.js'
-import { ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
+import { guidanceSections, ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
 import { runModelCall } from './tool-call.js'
 import { readTurns, stopReasonOf } from './outcome.js'
 import { asLimitReason, limitDiagnostic, limitReason, limitStop, type LimitReason } from './limit-stop.js'
@@ -71,6 +71,8 @@ export class AgentRuntime implements Agent {
   readonly prompt = new PromptSections()
   readonly #env: AgentEnvironment
   readonly #queue: Array<{ content: ContentBlock[]; source: { kind: string } }> = []
+  /** Notices waiting for the next step (CONTRACT.md §13): they never start a turn themselves. */
+  readonly #inbox: Array<{ content: ContentBlock[]; source: { kind: string } }> = []
   readonly #beforeModelRequest: Array<() => void> = []
   readonly #observers: ToolResultObserver[] = []
   readonly #history: ModelMessage[] = []
@@ -125,6 +127,16 @@ export class AgentRuntime implements Agent {
   followup(message: string | ContentBlock[], source: { kind: string } = { kind: 'user' }): void {
     this.#queue.push({ content: toContent(message), source })
     this.#idle ??= this.#drain()
+  }
+
+  /**
+   * Puts a notice in the agent's inbox (a settlement notice, CONTRACT.md §13). A running turn
+   * records it as a user message at its next step, before that step's model request; an idle
+   * agent keeps it for its next turn, whose first step takes it. It never starts a turn.
+   */
+  notify(message: string | ContentBlock[], source: { kind: string }): void {
+    if (this.#disposal) return
+    this.#inbox.push({ content: toContent(message), source: { ...source } })
   }
 
   /**
@@ -222,6 +234,7 @@ export class AgentRuntime implements Agent {
       if (steps >= maxSteps) return limitStop('maxSteps', maxSteps)
       const refused = this.#refusal()
       if (refused) return { kind: 'aborted', reason: refused }
+      this.#takeNotices()
       for (const contribution of this.#beforeModelRequest) contribution()
       const { beforeStep } = this.#env.hooks
       if (beforeStep) {
@@ -238,6 +251,11 @@ export class AgentRuntime implements Agent {
     }
   }
 
+  /** The inbox's notices become user messages of the running turn, in the order they came. */
+  #takeNotices(): void {
+    for (let next = this.#inbox.shift(); next; next = this.#inbox.shift()) this.session.append('user/message', next)
+  }
+
   async #modelStep(signal: AbortSignal): Promise<StepOutcome> {
     const { provider } = this.options
     if (provider === undefined) {
@@ -247,9 +265,9 @@ export class AgentRuntime implements Agent {
     if (!model) return { end: { kind: 'error', message: `no model registered under provider "${provider}"` } }
 
     const request: ModelRequest = { model: this.options.model ?? provider, messages: this.#messages(), signal }
-    const system = this.prompt.render()
-    if (system !== undefined) request.system = system
     const tools = this.tools.visible()
+    const system = this.prompt.render(guidanceSections(tools))
+    if (system !== undefined) request.system = system
     if (tools.length > 0) request.tools = tools.map(toolSchema)
     if (this.options.maxTokens !== undefined) request.maxTokens = this.options.maxTokens
 

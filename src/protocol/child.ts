@@ -41,7 +41,7 @@ export type ChildSpec = Wire<typeof ChildSpec>
 
 /** What a runner needs to offer a host-placed tool to its child as if it were local. */
 export const RemoteToolDescriptor = closed(
-  { name: string, description: string, parameters: object, needsApproval: boolean, concurrencySafe: boolean },
-  ['needsApproval', 'concurrencySafe'],
+  { name: string, description: string, parameters: object, needsApproval: boolean, concurrencySafe: boolean, guidance: string },
+  ['needsApproval', 'concurrencySafe', 'guidance'],
 )
 export type RemoteToolDescriptor = Wire<typeof RemoteToolDescriptor>

@@ -19,6 +19,7 @@ import type { ChildSpec } from '../../agent/child.js'
 import { toContent } from '../../agent/loop.js'
 import { textOf, type ContentBlock } from '../../protocol/content.js'
 import type { SessionEvent } from '../../protocol/session.js'
+import type { Notice } from '../../protocol/notice.js'
 import { messageOf, subagentError } from '../../protocol/errors.js'
 import type { Budget } from './budget.js'
 import { closeTurn } from './close-turn.js'
@@ -87,6 +88,8 @@ export class ContinuableChild implements ContinuableRun {
   #pumping: Promise<void> | undefined
   #disposal: Promise<void> | undefined
   #last: Settlement | undefined
+  /** Settlement notices for it as a parent that came while no activation ran: its next one takes them. */
+  readonly #notices: Notice[] = []
   readonly #publishedAt = performance.now()
   readonly #onAbort = () => void this.dispose()
 
@@ -116,6 +119,15 @@ export class ContinuableChild implements ContinuableRun {
 
   dispose(): Promise<void> {
     return (this.#disposal ??= this.#dispose())
+  }
+
+  /**
+   * A settlement notice for this child as a parent (CONTRACT.md §13): a running activation takes
+   * it at its next step; an idle child keeps it for its next activation (it never starts one).
+   */
+  notify(notice: Notice): void {
+    if (this.#phase.kind === 'active') this.#phase.handle.notify(notice)
+    else if (this.#phase.kind !== 'disposed') this.#notices.push(notice)
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -166,6 +178,8 @@ export class ContinuableChild implements ContinuableRun {
     const { budget } = this.#init
     budget.begin({ stop: (reason) => this.#limitStop(activation, handle, reason) })
     try {
+      // Into the inbox before the activation begins: its first step takes them, behind its message.
+      for (const notice of this.#notices.splice(0)) handle.notify(notice)
       return this.#settlementOf(activation, this.#resultOf(activation, await handle.run(activation.message)))
     } catch (error) {
       return this.#settlementOf(activation, { output: [], stopReason: 'error', diagnostic: `the activation failed: ${messageOf(error)}` })

@@ -4,17 +4,17 @@
  * started; an unknown, foreign or disposed id is refused, saying which). A disposed child leaves
  * only its id and its parent's behind, so the refusal can say "disposed" rather than "unknown".
  */
-import type { ContinuableRun } from '../types.js'
+import type { ContinuableChild } from './continuable.js'
 
 export type ContinuableLookup =
-  | { kind: 'live'; run: ContinuableRun; parentId: string }
+  | { kind: 'live'; run: ContinuableChild; parentId: string }
   | { kind: 'disposed'; parentId: string }
 
 export class Continuables {
-  readonly #live = new Map<string, { run: ContinuableRun; parentId: string }>()
+  readonly #live = new Map<string, { run: ContinuableChild; parentId: string }>()
   readonly #disposed = new Map<string, string>()
 
-  add(run: ContinuableRun, parentId: string): void {
+  add(run: ContinuableChild, parentId: string): void {
     this.#live.set(run.id, { run, parentId })
   }
 
@@ -34,7 +34,7 @@ export class Continuables {
   }
 
   /** Live children, for the host's close. */
-  runs(): ContinuableRun[] {
+  runs(): ContinuableChild[] {
     return [...this.#live.values()].map(({ run }) => run)
   }
 }

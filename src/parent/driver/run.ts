@@ -14,6 +14,7 @@ import { closeTurn } from './close-turn.js'
 import type { EventsOptions } from './feed.js'
 import type { SessionWriter } from './stores/store.js'
 import type { ChildHandle } from '../transport.js'
+import type { Notice } from '../../protocol/notice.js'
 import type { SubagentResult, SubagentRun } from '../types.js'
 import type { ChildWatch, Mirror } from './watch.js'
 import { messageOf, subagentError } from '../../protocol/errors.js'
@@ -93,6 +94,11 @@ export class DelegationRun implements SubagentRun {
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.dispose()
+  }
+
+  /** A settlement notice for the child as a parent of continuable children (CONTRACT.md §13): its running turn takes it. */
+  notify(notice: Notice): void {
+    this.#init.handle.notify(notice)
   }
 
   /** The child's events from the host's copy, recorded then live, until the run has settled (§12). */

@@ -27,6 +27,7 @@ import type { Mirror } from '../driver/watch.js'
 import { attachContinuables, Continuables } from '../driver/continuables.js'
 import type { ContinuableChild } from '../driver/continuable.js'
 import { checkSessionId, SessionWriter } from '../driver/stores/store.js'
+import { deliverSettlementNotices, type Notifiable } from './notices.js'
 import type { ChildTransport } from '../transport.js'
 import type { HostProvider, Placement } from '../types.js'
 import { hostClosed, subagentError } from '../../protocol/errors.js'
@@ -80,7 +81,7 @@ export function createHost(options: HostOptions = {}): Host {
   const hostModels = new Map<string, Model>()
   const hostTools = new Map<string, ToolDefinition>()
   const agents = new Map<string, AgentView>()
-  const runs = new Set<DelegationRun>()
+  const runs = new Map<string, DelegationRun>()
   const continuables = new Continuables()
   const budgets = new Map<string, Budget>()
   const topLevel = new Map<string, { agent: AgentRuntime; writer: SessionWriter }>()
@@ -147,10 +148,10 @@ export function createHost(options: HostOptions = {}): Host {
       agents.set(mirror.id, mirror)
       return new SessionWriter(store, mirror.session.header, mirror.session.events)
     },
-    track: (run: DelegationRun) => void runs.add(run),
+    track: (run: DelegationRun) => void runs.set(run.id, run),
     endJobsOf: (owner: string) => jobs.endJobsOf(owner),
     retire(run: DelegationRun) {
-      runs.delete(run)
+      runs.delete(run.id)
       agents.delete(run.id)
       budgets.delete(run.id)
     },
@@ -270,7 +271,7 @@ export function createHost(options: HostOptions = {}): Host {
     on: (event, listener) => lifecycle.on(event, listener),
     close() {
       return (closing ??= (async () => {
-        await Promise.allSettled([...runs, ...continuables.runs()].map((run) => run.dispose()))
+        await Promise.allSettled([...runs.values(), ...continuables.runs()].map((run) => run.dispose()))
         await jobs.killAll()
         for (const { agent } of topLevel.values()) agent.cancel({ kind: 'host-closed' })
         await Promise.allSettled([...topLevel.values()].map(({ agent }) => agent.whenIdle()))
@@ -284,6 +285,13 @@ export function createHost(options: HostOptions = {}): Host {
     [Symbol.asyncDispose]: () => host.close(),
   }
   attachContinuables(host, continuables)
+  // A notice goes to the agent that started the child, wherever its loop runs.
+  deliverSettlementNotices(lifecycle, (id): Notifiable | undefined => {
+    const top = topLevel.get(id)?.agent
+    if (top) return { notify: ({ text, source }) => top.notify(text, source) }
+    const live = continuables.lookup(id)
+    return runs.get(id) ?? (live?.kind === 'live' ? live.run : undefined)
+  })
   return host
 }
 

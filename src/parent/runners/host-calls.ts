@@ -35,12 +35,12 @@ export interface CallingChild {
 
 export function hostCalls(child: CallingChild): RpcHandlers {
   const { view, spec, placement, ledger } = child
-  const system = childSystemPrompt(spec, child.persona)
   const { allow, deny } = spec.toolFilter ?? {}
   const visible = (name: string): ToolDefinition | undefined => {
     const tool = placement.tools.get(name)
     return tool && (!allow || allow.includes(name)) && !deny?.includes(name) ? tool : undefined
   }
+  const system = childSystemPrompt(spec, child.persona, [...placement.tools.keys()].flatMap((name) => visible(name) ?? []))
   return {
     async model({ provider, request }, { signal, emit }) {
       if (provider !== spec.options.provider) {

@@ -25,6 +25,7 @@ import type { ContentBlock } from '../../protocol/content.js'
 import { fromWireError } from '../../protocol/error.js'
 import type { HostMessage, RunnerMessage } from '../../protocol/messages.js'
 import type { SessionEvent } from '../../protocol/session.js'
+import type { Notice } from '../../protocol/notice.js'
 import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer, type RpcHandlers } from '../../protocol/rpc.js'
 import { cloneableReason } from '../../protocol/values.js'
@@ -100,6 +101,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   /** While moving: how it goes on once rebuilt, and the wait for a slot. */
   #move: { point: MovePoint; placing: AbortController } | undefined
   #moves = 0
+  /** Notices that came while it was between runners: its new runner gets them once it goes on. */
+  #heldNotices: Notice[] = []
 
   constructor(spec: ChildSpec, mirror: ChildMirror, channel: RunnerChannel, options: RemoteChildOptions) {
     this.id = spec.id
@@ -155,6 +158,15 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     if (this.#phase !== 'running' || this.#grace) return
     this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
     this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
+  }
+
+  /**
+   * Into the child's inbox on its runner: a built child keeps it for the turn it is about to run,
+   * a running one takes it at its next step, one being moved gets it on its new runner.
+   */
+  notify(notice: Notice): void {
+    if (this.#move) this.#heldNotices.push(notice)
+    else if (this.#phase === 'created' || this.#phase === 'running') this.#channel.send({ type: 'notify', child: this.id, ...notice })
   }
 
   async release(): Promise<void> {
@@ -297,6 +309,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     const { point } = this.#move!
     this.#move = undefined
     this.#phase = 'running'
+    // Before the turn goes on, so its next step takes them.
+    for (const notice of this.#heldNotices.splice(0)) this.#channel.send({ type: 'notify', child: this.id, ...notice })
     if (point.kind === 'publish') this.#channel.send({ type: 'publish', child: this.id, prompt: this.#prompt! })
     else this.#channel.send({ type: 'continue', child: this.id, concluded: point.concluded })
   }
@@ -338,6 +352,7 @@ function describeTool(tool: ToolDefinition): RemoteToolDescriptor {
   const descriptor: RemoteToolDescriptor = { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> }
   if (tool.needsApproval !== undefined) descriptor.needsApproval = tool.needsApproval
   if (tool.concurrencySafe !== undefined) descriptor.concurrencySafe = tool.concurrencySafe
+  if (tool.guidance !== undefined) descriptor.guidance = tool.guidance
   return descriptor
 }
 
