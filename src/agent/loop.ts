@@ -10,7 +10,7 @@ import type { SessionEvent, SessionHeader, ToolErrorCode, ToolResultData, TurnEn
 import type { FinishReason, StreamChunk } from '../protocol/stream.js'
 import { isContentBlock, isStreamChunk } from '../protocol/validators.js'
 import { describeShape, MAX_VALUE_DEPTH, tryClone, withinDepth } from '../protocol/values.js'
-import { messageOf } from '../protocol/errors.js'
+import { messageOf, subagentError } from '../protocol/errors.js'
 import type { Model, ModelMessage, ModelRequest } from './model.js'
 import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
@@ -96,7 +96,7 @@ export class AgentRuntime implements Agent {
   }
 
   async run(message: string | ContentBlock[]): Promise<TurnOutcome> {
-    if (this.#disposal) throw new Error(`agent ${this.id} was disposed: create or resume an agent to run another turn`)
+    if (this.#disposal) throw subagentError('ERR_SUBAGENT_DISPOSED', `agent ${this.id} was disposed: create or resume an agent to run another turn`)
     const from = this.session.events.length
     this.followup(message)
     await this.whenIdle()
@@ -259,7 +259,7 @@ export class AgentRuntime implements Agent {
     let finish: FinishReason | undefined
     try {
       for await (const chunk of untilAbort(model.stream(request), signal)) {
-        if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk ${describeShape(chunk)}`)
+        if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
         switch (chunk.type) {
           case 'text-delta':
             if (chunk.text === '') break
@@ -411,7 +411,7 @@ export class AgentRuntime implements Agent {
 export function toContent(message: string | ContentBlock[]): ContentBlock[] {
   if (typeof message === 'string') return [{ type: 'text', text: message }]
   if (Array.isArray(message) && message.every((block) => isContentBlock(block))) return message.map((block) => ({ ...block }))
-  throw new TypeError('a message must be a string or an array of content blocks ({ type: "text", text } or { type: "tool-call", ... })')
+  throw subagentError('ERR_SUBAGENT_ARGUMENT', 'a message must be a string or an array of content blocks ({ type: "text", text } or { type: "tool-call", ... })')
 }
 
 function errorResult(code: ToolErrorCode, text: string): ToolResult {
@@ -427,13 +427,13 @@ const ERROR_CODES = new Set<unknown>(['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 
 /** A hook's result is recorded and may cross a thread, so it must be plain, known data. */
 function checkHookResult(result: ToolResult): ToolResult {
   if (typeof result !== 'object' || result === null || typeof result.isError !== 'boolean') {
-    throw new TypeError('it must return a tool result { isError, content, code?, value? }')
+    throw subagentError('ERR_SUBAGENT_HOOK_RESULT', 'it must return a tool result { isError, content, code?, value? }')
   }
   if (!Array.isArray(result.content) || !result.content.every((block) => isContentBlock(block))) {
-    throw new TypeError('its result content must be content blocks ({ type: "text", text })')
+    throw subagentError('ERR_SUBAGENT_HOOK_RESULT', 'its result content must be content blocks ({ type: "text", text })')
   }
-  if (result.code !== undefined && !ERROR_CODES.has(result.code)) throw new TypeError(`its result code ${JSON.stringify(result.code)} is not a tool error code`)
-  if (!withinDepth(result.value)) throw new TypeError(`its result value is nested deeper than ${MAX_VALUE_DEPTH} levels`)
+  if (result.code !== undefined && !ERROR_CODES.has(result.code)) throw subagentError('ERR_SUBAGENT_HOOK_RESULT', `its result code ${JSON.stringify(result.code)} is not a tool error code`)
+  if (!withinDepth(result.value)) throw subagentError('ERR_SUBAGENT_HOOK_RESULT', `its result value is nested deeper than ${MAX_VALUE_DEPTH} levels`)
   const checked: ToolResult = { isError: result.isError, content: result.content.map((block) => ({ ...block })) }
   if (result.code !== undefined) checked.code = result.code
   return { ...checked, ...keepable(result.value) }

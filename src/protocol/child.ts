@@ -2,12 +2,13 @@
 import { arrayOf, boolean, closed, count, object, string, type Wire } from './schema.js'
 import { SessionEvent, SessionHeader } from './session.js'
 
+// Checked on the host by parent/options.ts (AGENT_OPTION_RULES), which says the same.
 export const AgentOptions = closed(
   {
     /** Name of the registered model (host or agent module) the agent talks to. */
-    provider: string,
+    provider: { type: 'string', minLength: 1 },
     /** Model id passed in each request. */
-    model: string,
+    model: { type: 'string', minLength: 1 },
     maxTokens: { type: 'integer', minimum: 1 },
     subagentDepth: count,
   },

@@ -15,6 +15,7 @@ import type { Model } from '../../agent/model.js'
 import type { ChildLimits, SessionEvent, Usage } from '../../protocol/session.js'
 import { narrowest } from './limits.js'
 import { MAX_TIMER_MS } from '../options.js'
+import { subagentError } from '../../protocol/errors.js'
 
 /** What a budget stops when a limit is reached: the agent's running turn, cancelled with the reason. */
 export interface BudgetOwner {
@@ -244,7 +245,7 @@ export function meteredModel(model: Model, budget: Budget): Model {
   return {
     async *stream(request) {
       const refused = budget.admit()
-      if (refused) throw new Error(`the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
+      if (refused) throw subagentError('ERR_SUBAGENT_LIMIT', `the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
       let usage: Usage | undefined
       try {
         for await (const chunk of model.stream(request)) {

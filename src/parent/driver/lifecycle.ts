@@ -1,7 +1,7 @@
 /** Lifecycle events (CONTRACT.md §7). Observers can never break a run: a throwing listener is reported as a process warning. */
 import type { SessionEvent, Usage } from '../../protocol/session.js'
 import type { Settlement, SubagentResult } from '../types.js'
-import { messageOf } from '../../protocol/errors.js'
+import { messageOf, subagentError } from '../../protocol/errors.js'
 
 export interface SubagentStartEvent {
   runId: string
@@ -56,9 +56,9 @@ export class Lifecycle {
 
   on<E extends LifecycleEventName>(event: E, listener: (info: LifecycleEvents[E]) => void): () => void {
     if (!EVENT_NAMES.has(event)) {
-      throw new TypeError(`unknown lifecycle event ${JSON.stringify(event)}: use 'subagent/start', 'subagent/end', 'subagent/event' or 'subagent/settled'`)
+      throw subagentError('ERR_SUBAGENT_ARGUMENT', `unknown lifecycle event ${JSON.stringify(event)}: use 'subagent/start', 'subagent/end', 'subagent/event' or 'subagent/settled'`)
     }
-    if (typeof listener !== 'function') throw new TypeError('a lifecycle listener must be a function')
+    if (typeof listener !== 'function') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'a lifecycle listener must be a function')
     let set = this.#listeners.get(event)
     if (!set) this.#listeners.set(event, (set = new Set()))
     const entry = listener as (info: never) => void

@@ -54,7 +54,7 @@ export interface ProviderHost {
 const PRE_PUBLICATION_ABORT = 'subagent request was aborted before child publication'
 
 function abortedBeforePublication(signal: AbortSignal): Error {
-  return new Error(PRE_PUBLICATION_ABORT, { cause: signal.reason })
+  return subagentError('ERR_SUBAGENT_ABORTED', PRE_PUBLICATION_ABORT, { cause: signal.reason })
 }
 
 export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): HostProvider {
@@ -144,8 +144,8 @@ async function startContinuable(host: ProviderHost, provider: string, fork: bool
 
 /** Validation in the contract's order, composition, the creation transaction and publication (CONTRACT.md §1). */
 async function publishChild(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest, mode: Mode): Promise<Published> {
-  if (typeof request !== 'object' || request === null) throw new TypeError('subagent start needs a request object')
-  if (request.signal !== undefined && !(request.signal instanceof AbortSignal)) throw new TypeError('subagent request signal must be an AbortSignal when given')
+  if (typeof request !== 'object' || request === null) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent start needs a request object')
+  if (request.signal !== undefined && !(request.signal instanceof AbortSignal)) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent request signal must be an AbortSignal when given')
   // Without one the run is cancelled only by dispose() or host.close(): a signal of its own that never aborts.
   const signal = request.signal ?? new AbortController().signal
   // The contract's order: maxDepth, an aborted signal, depth, outputSchema, toolFilter.
@@ -154,7 +154,7 @@ async function publishChild(host: ProviderHost, provider: string, fork: boolean,
   const { parent } = request
   checkParent(parent)
   for (const key of ['label', 'persona'] as const) {
-    if (request[key] !== undefined && typeof request[key] !== 'string') throw new TypeError(`subagent request ${key} must be a string`)
+    if (request[key] !== undefined && typeof request[key] !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', `subagent request ${key} must be a string`)
   }
   const requestedLimits = checkLimits(request.limits)
   const childDepth = childDepthOf(parent, maxDepth)
@@ -190,7 +190,7 @@ async function publishChild(host: ProviderHost, provider: string, fork: boolean,
   }
   const { cwd } = parent.session.header
   if (cwd !== undefined) {
-    if (typeof cwd !== 'string') throw new TypeError('subagent parent session.header.cwd must be a string')
+    if (typeof cwd !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent parent session.header.cwd must be a string')
     header.cwd = cwd
   }
   if (seed.length > 0) header.seedLength = seed.length
@@ -271,7 +271,7 @@ function checkParent(parent: unknown): asserts parent is AgentView {
     if (!Array.isArray(p.session.events)) return 'session.events must be an array'
     return undefined
   })()
-  if (problem) throw new TypeError(`subagent parent must look like { id, options, session: { header, events } }: ${problem}`)
+  if (problem) throw subagentError('ERR_SUBAGENT_REQUEST', `subagent parent must look like { id, options, session: { header, events } }: ${problem}`)
 }
 
 /** The parent's events up to and including its last `turn/end`; the in-flight turn is never copied. */
@@ -286,11 +286,11 @@ function forkSeed(parent: AgentView): SessionEvent[] {
   }
   const seed = events.slice(0, end + 1)
   for (const [index, event] of seed.entries()) {
-    if (!isSessionEvent(event)) throw new TypeError(`parent session event ${index} is malformed: it needs a numeric seq and a string type`)
+    if (!isSessionEvent(event)) throw subagentError('ERR_SUBAGENT_REQUEST', `parent session event ${index} is malformed: it needs a numeric seq and a string type`)
   }
   try {
     return structuredClone(seed)
   } catch (error) {
-    throw new TypeError(`parent session events must be plain data to be forked: ${(error as Error).message}`)
+    throw subagentError('ERR_SUBAGENT_REQUEST', `parent session events must be plain data to be forked: ${(error as Error).message}`)
   }
 }

@@ -16,7 +16,7 @@ import type { SessionWriter } from './stores/store.js'
 import type { ChildHandle } from '../transport.js'
 import type { SubagentResult, SubagentRun } from '../types.js'
 import type { ChildWatch, Mirror } from './watch.js'
-import { messageOf } from '../../protocol/errors.js'
+import { messageOf, subagentError } from '../../protocol/errors.js'
 
 export interface RunHooks {
   lifecycle: Lifecycle
@@ -181,7 +181,7 @@ export class DelegationRun implements SubagentRun {
     try {
       await this.#init.handle.release()
     } catch (error) {
-      throw new Error(`releasing subagent ${this.id} failed: ${messageOf(error)}`, { cause: error })
+      throw subagentError('ERR_SUBAGENT_RELEASE', `releasing subagent ${this.id} failed: ${messageOf(error)}`, { cause: error })
     } finally {
       this.#hooks.retire(this)
     }

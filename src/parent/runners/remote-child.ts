@@ -28,7 +28,7 @@ import type { SessionEvent } from '../../protocol/session.js'
 import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer, type RpcHandlers } from '../../protocol/rpc.js'
 import { cloneableReason } from '../../protocol/values.js'
-import { messageOf } from '../../protocol/errors.js'
+import { messageOf, SubagentError, subagentError } from '../../protocol/errors.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
 import { CallLedger } from './call-ledger.js'
 import { startGrace } from './grace.js'
@@ -43,8 +43,12 @@ const RELEASED: ChildOutcome = { fault: { stopReason: 'aborted', diagnostic: 'th
 const RUNNER_GONE = { kind: 'runner-gone' }
 
 /** The child's runner died before the child was built; nothing of it was the child's doing, so a start may try elsewhere. */
-export class RunnerLostError extends Error {
+export class RunnerLostError extends SubagentError<'ERR_SUBAGENT_RUNNER_LOST'> {
   override name = 'RunnerLostError'
+
+  constructor(message: string) {
+    super('ERR_SUBAGENT_RUNNER_LOST', message)
+  }
 }
 
 type Phase = 'creating' | 'created' | 'running' | 'placing' | 'rebuilding' | 'ended'
@@ -186,7 +190,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
         return this.#settle({ fault: { stopReason: 'error', diagnostic: `the child's runner had to stop it: ${message.error.message}` } }, 'runner-let-go')
       case 'ended': {
         const fault = { stopReason: message.stopReason, diagnostic: message.diagnostic }
-        return this.#settle({ fault }, 'runner-let-go', () => new Error(fault.diagnostic))
+        return this.#settle({ fault }, 'runner-let-go', () => subagentError('ERR_SUBAGENT_CHILD_ENDED', fault.diagnostic))
       }
       case 'rpc/call':
         if (this.#phase !== 'running') return this.#violation(message.type)
@@ -315,7 +319,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   }
 
   /** The one way out. `createError` makes what a pending creation rejects with (only then: an Error is not free). */
-  #settle(outcome: ChildOutcome, parting: Parting, createError: () => unknown = () => new Error(outcome.fault?.diagnostic ?? 'the child ended')): void {
+  #settle(outcome: ChildOutcome, parting: Parting, createError: () => unknown = () => subagentError('ERR_SUBAGENT_CHILD_ENDED', outcome.fault?.diagnostic ?? 'the child ended')): void {
     if (this.#phase === 'ended') return
     const creating = this.#phase === 'creating'
     this.#phase = 'ended'

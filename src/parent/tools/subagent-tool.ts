@@ -7,10 +7,10 @@
 import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../../agent/tools.js'
 import type { AgentOptions } from '../../agent/view.js'
 import { textOf, type ContentBlock } from '../../protocol/content.js'
-import { messageOf } from '../../protocol/errors.js'
+import { messageOf, subagentError } from '../../protocol/errors.js'
 import { checkLimits, type ChildLimits } from '../driver/limits.js'
 import { withDelegatingCall } from '../driver/delegating-call.js'
-import { isNonNegativeSafeInteger } from '../options.js'
+import { checkAgentOptions, isNonNegativeSafeInteger } from '../options.js'
 import type { Host } from '../host/host.js'
 import type { SubagentProvider, SubagentResult, SubagentStartRequest } from '../types.js'
 
@@ -136,39 +136,39 @@ function describeFailure(result: SubagentResult): string[] {
 }
 
 function checkConfig(host: Pick<Host, 'spawn' | 'fork'>, config: SubagentToolConfig) {
-  if (typeof config !== 'object' || config === null) throw new TypeError('createSubagentTool needs a config object')
+  if (typeof config !== 'object' || config === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'createSubagentTool needs a config object')
   const provider = config.provider === 'spawn' ? host.spawn : config.provider === 'fork' ? host.fork : config.provider
   if (typeof provider?.start !== 'function' || typeof provider.capabilities !== 'object') {
-    throw new TypeError("subagent tool config.provider must be a SubagentProvider or 'spawn' / 'fork'")
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', "subagent tool config.provider must be a SubagentProvider or 'spawn' / 'fork'")
   }
   const toolName = config.toolName ?? 'subagent'
   const background = config.enableRunInBackground ?? true
-  if (typeof background !== 'boolean') throw new TypeError('enableRunInBackground must be a boolean')
+  if (typeof background !== 'boolean') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'enableRunInBackground must be a boolean')
   if ((config.backgroundMode ?? 'one-shot') !== 'one-shot') {
-    throw new TypeError(`backgroundMode ${JSON.stringify(config.backgroundMode)} is not supported: only 'one-shot' is available`)
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', `backgroundMode ${JSON.stringify(config.backgroundMode)} is not supported: only 'one-shot' is available`)
   }
   const { capabilities } = provider
   const request: Omit<SubagentStartRequest, 'prompt' | 'parent' | 'signal'> = {}
   const maxDepth = config.maxDepth ?? 3
   if (maxDepth !== 'provider-managed') {
     if (!isNonNegativeSafeInteger(maxDepth)) {
-      throw new TypeError("subagent tool maxDepth must be a non-negative safe integer or 'provider-managed'")
+      throw subagentError('ERR_SUBAGENT_ARGUMENT', "subagent tool maxDepth must be a non-negative safe integer or 'provider-managed'")
     }
-    if (!capabilities.depthLimit) throw new TypeError(`provider "${provider.name}" has no depthLimit capability: use maxDepth 'provider-managed'`)
+    if (!capabilities.depthLimit) throw subagentError('ERR_SUBAGENT_CAPABILITY', `provider "${provider.name}" has no depthLimit capability: use maxDepth 'provider-managed'`)
     request.maxDepth = maxDepth
   }
   if (config.persona !== undefined) {
-    if (!capabilities.persona) throw new TypeError(`provider "${provider.name}" has no persona capability`)
-    if (typeof config.persona !== 'string') throw new TypeError('subagent tool persona must be a string')
+    if (!capabilities.persona) throw subagentError('ERR_SUBAGENT_CAPABILITY', `provider "${provider.name}" has no persona capability`)
+    if (typeof config.persona !== 'string') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'subagent tool persona must be a string')
     request.persona = config.persona
   }
   if (config.toolFilter !== undefined) {
-    if (!capabilities.toolFilter) throw new TypeError(`provider "${provider.name}" has no toolFilter capability`)
+    if (!capabilities.toolFilter) throw subagentError('ERR_SUBAGENT_CAPABILITY', `provider "${provider.name}" has no toolFilter capability`)
     const { allow, deny } = config.toolFilter
-    if (allow === undefined && deny === undefined) throw new TypeError('subagent tool toolFilter must name allow or deny')
+    if (allow === undefined && deny === undefined) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'subagent tool toolFilter must name allow or deny')
     request.toolFilter = config.toolFilter
   }
-  if (config.agentOptions !== undefined) request.agentOptions = config.agentOptions
+  if (config.agentOptions !== undefined) request.agentOptions = checkAgentOptions(config.agentOptions, 'subagent tool config.agentOptions')
   const limits = checkLimits(config.limits)
   if (limits !== undefined) request.limits = limits
   return { provider, toolName, background, request }
