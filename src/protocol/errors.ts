@@ -45,8 +45,10 @@ const KINDS = {
   ERR_SUBAGENT_CAPABILITY: 'type',
   /** A start aborted before its child was published. */
   ERR_SUBAGENT_ABORTED: 'error',
-  /** A turn asked of an agent already disposed. */
+  /** A turn asked of an agent already disposed, or a message sent to a continuable child already disposed. */
   ERR_SUBAGENT_DISPOSED: 'error',
+  /** A continuable child asked for what it cannot have (an outputSchema). */
+  ERR_SUBAGENT_CONTINUABLE: 'type',
   /** Releasing a finished subagent (its dispose) failed. */
   ERR_SUBAGENT_RELEASE: 'error',
   /** The host refused a model request beyond the child's limits. */
@@ -91,8 +93,6 @@ const KINDS = {
   ERR_SUBAGENT_SESSION_LIVE: 'error',
   ERR_SUBAGENT_MODEL_ENDPOINT: 'error',
   ERR_SUBAGENT_RUNNER_LOST: 'error',
-  /** A continuable child asked for something it cannot take (an outputSchema). */
-  ERR_SUBAGENT_CONTINUABLE: 'type',
 } as const satisfies Record<`ERR_SUBAGENT_${string}`, 'error' | 'type'>
 
 export type SubagentErrorCode = keyof typeof KINDS
