@@ -342,7 +342,9 @@ describe('§13 tool configuration refusals', () => {
   })
 
   it('createSendMessageTool needs a host made by createHost', () => {
-    expect(() => createSendMessageTool({} as Host)).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_SUBAGENT_ARGUMENT', message: 'createSendMessageTool needs a host made by createHost' }))
+    const error = catchOf(() => createSendMessageTool({} as Host))
+    expect(error).toBeInstanceOf(TypeError)
+    expect(error).toMatchObject({ code: 'ERR_SUBAGENT_ARGUMENT', message: 'createSendMessageTool needs a host made by createHost' })
   })
 })
 
