@@ -8,6 +8,7 @@ import type { SessionEvent } from '../protocol/session.js'
 import type { AgentView } from './view.js'
 import { AgentRuntime, type AgentEnvironment } from './loop.js'
 import { PromptSections, SECTION_ORDER, type PromptSection } from './prompt.js'
+import { guidanceSections, type ToolDefinition } from './tools.js'
 import { attachStructuredRuntime, STRUCTURED_OUTPUT_SECTION, type StructuredCapture } from './structured.js'
 
 export type { ChildDescriptor, ChildSpec }
@@ -28,14 +29,15 @@ function identitySections(spec: ChildSpec, deploymentPersona: string | undefined
 }
 
 /**
- * The system prompt `composeChild` gives a child, from its spec alone: what a host serving the
- * child's model calls sends, whatever prompt its runner put in the request.
+ * The system prompt `composeChild` gives a child, from its spec and the host tools it can see
+ * (their guidance): what a host serving the child's model calls sends, whatever prompt its runner
+ * put in the request.
  */
-export function childSystemPrompt(spec: ChildSpec, deploymentPersona: string | undefined): string {
+export function childSystemPrompt(spec: ChildSpec, deploymentPersona: string | undefined, visibleHostTools: Iterable<ToolDefinition> = []): string {
   const prompt = new PromptSections()
   for (const section of identitySections(spec, deploymentPersona)) prompt.set(section)
   if (spec.outputSchema) prompt.set(STRUCTURED_OUTPUT_SECTION)
-  return prompt.render()!
+  return prompt.render(guidanceSections(visibleHostTools))!
 }
 
 /** `view` is what the child's tools and hooks see of it (the host's view, where there is one). */

@@ -3,14 +3,14 @@
  * are worth another attempt, what the endpoint asked to wait, the network cause under an error,
  * and the sentences a diagnostic carries. Nothing here knows an SDK.
  */
+import { SubagentError } from '../protocol/errors.js'
 
-export class ModelEndpointError extends Error {
-  readonly code = 'ERR_SUBAGENT_MODEL_ENDPOINT'
+export class ModelEndpointError extends SubagentError<'ERR_SUBAGENT_MODEL_ENDPOINT'> {
   /** The HTTP status the endpoint answered with, when it answered with one. */
   readonly status: number | undefined
 
   constructor(message: string, options: { status?: number; cause?: unknown } = {}) {
-    super(message, { cause: options.cause })
+    super('ERR_SUBAGENT_MODEL_ENDPOINT', message, { cause: options.cause })
     this.name = 'ModelEndpointError'
     this.status = options.status
   }

@@ -10,12 +10,12 @@ import type { SessionEvent, SessionHeader, ToolErrorCode, ToolResultData, TurnEn
 import type { FinishReason, StreamChunk } from '../protocol/stream.js'
 import { isContentBlock, isStreamChunk } from '../protocol/validators.js'
 import { describeShape, MAX_VALUE_DEPTH, tryClone, withinDepth } from '../protocol/values.js'
-import { messageOf } from '../protocol/errors.js'
+import { messageOf, subagentError } from '../protocol/errors.js'
 import type { Model, ModelMessage, ModelRequest } from './model.js'
 import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
 import { Session } from './session.js'
-import { ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
+import { guidanceSections, ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
 import { runModelCall } from './tool-call.js'
 import { readTurns, stopReasonOf } from './outcome.js'
 import { asLimitReason, limitDiagnostic, limitReason, limitStop, type LimitReason } from './limit-stop.js'
@@ -71,6 +71,8 @@ export class AgentRuntime implements Agent {
   readonly prompt = new PromptSections()
   readonly #env: AgentEnvironment
   readonly #queue: Array<{ content: ContentBlock[]; source: { kind: string } }> = []
+  /** Notices waiting for the next step (CONTRACT.md §13): they never start a turn themselves. */
+  readonly #inbox: Array<{ content: ContentBlock[]; source: { kind: string } }> = []
   readonly #beforeModelRequest: Array<() => void> = []
   readonly #observers: ToolResultObserver[] = []
   readonly #history: ModelMessage[] = []
@@ -96,7 +98,7 @@ export class AgentRuntime implements Agent {
   }
 
   async run(message: string | ContentBlock[]): Promise<TurnOutcome> {
-    if (this.#disposal) throw new Error(`agent ${this.id} was disposed: create or resume an agent to run another turn`)
+    if (this.#disposal) throw subagentError('ERR_SUBAGENT_DISPOSED', `agent ${this.id} was disposed: create or resume an agent to run another turn`)
     const from = this.session.events.length
     this.followup(message)
     await this.whenIdle()
@@ -125,6 +127,16 @@ export class AgentRuntime implements Agent {
   followup(message: string | ContentBlock[], source: { kind: string } = { kind: 'user' }): void {
     this.#queue.push({ content: toContent(message), source })
     this.#idle ??= this.#drain()
+  }
+
+  /**
+   * Puts a notice in the agent's inbox (a settlement notice, CONTRACT.md §13). A running turn
+   * records it as a user message at its next step, before that step's model request; an idle
+   * agent keeps it for its next turn, whose first step takes it. It never starts a turn.
+   */
+  notify(message: string | ContentBlock[], source: { kind: string }): void {
+    if (this.#disposal) return
+    this.#inbox.push({ content: toContent(message), source: { ...source } })
   }
 
   /**
@@ -222,6 +234,7 @@ export class AgentRuntime implements Agent {
       if (steps >= maxSteps) return limitStop('maxSteps', maxSteps)
       const refused = this.#refusal()
       if (refused) return { kind: 'aborted', reason: refused }
+      this.#takeNotices()
       for (const contribution of this.#beforeModelRequest) contribution()
       const { beforeStep } = this.#env.hooks
       if (beforeStep) {
@@ -238,6 +251,11 @@ export class AgentRuntime implements Agent {
     }
   }
 
+  /** The inbox's notices become user messages of the running turn, in the order they came. */
+  #takeNotices(): void {
+    for (let next = this.#inbox.shift(); next; next = this.#inbox.shift()) this.session.append('user/message', next)
+  }
+
   async #modelStep(signal: AbortSignal): Promise<StepOutcome> {
     const { provider } = this.options
     if (provider === undefined) {
@@ -247,9 +265,9 @@ export class AgentRuntime implements Agent {
     if (!model) return { end: { kind: 'error', message: `no model registered under provider "${provider}"` } }
 
     const request: ModelRequest = { model: this.options.model ?? provider, messages: this.#messages(), signal }
-    const system = this.prompt.render()
-    if (system !== undefined) request.system = system
     const tools = this.tools.visible()
+    const system = this.prompt.render(guidanceSections(tools))
+    if (system !== undefined) request.system = system
     if (tools.length > 0) request.tools = tools.map(toolSchema)
     if (this.options.maxTokens !== undefined) request.maxTokens = this.options.maxTokens
 
@@ -259,7 +277,7 @@ export class AgentRuntime implements Agent {
     let finish: FinishReason | undefined
     try {
       for await (const chunk of untilAbort(model.stream(request), signal)) {
-        if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk ${describeShape(chunk)}`)
+        if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
         switch (chunk.type) {
           case 'text-delta':
             if (chunk.text === '') break
@@ -411,7 +429,7 @@ export class AgentRuntime implements Agent {
 export function toContent(message: string | ContentBlock[]): ContentBlock[] {
   if (typeof message === 'string') return [{ type: 'text', text: message }]
   if (Array.isArray(message) && message.every((block) => isContentBlock(block))) return message.map((block) => ({ ...block }))
-  throw new TypeError('a message must be a string or an array of content blocks ({ type: "text", text } or { type: "tool-call", ... })')
+  throw subagentError('ERR_SUBAGENT_ARGUMENT', 'a message must be a string or an array of content blocks ({ type: "text", text } or { type: "tool-call", ... })')
 }
 
 function errorResult(code: ToolErrorCode, text: string): ToolResult {
@@ -427,13 +445,13 @@ const ERROR_CODES = new Set<unknown>(['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 
 /** A hook's result is recorded and may cross a thread, so it must be plain, known data. */
 function checkHookResult(result: ToolResult): ToolResult {
   if (typeof result !== 'object' || result === null || typeof result.isError !== 'boolean') {
-    throw new TypeError('it must return a tool result { isError, content, code?, value? }')
+    throw subagentError('ERR_SUBAGENT_HOOK_RESULT', 'it must return a tool result { isError, content, code?, value? }')
   }
   if (!Array.isArray(result.content) || !result.content.every((block) => isContentBlock(block))) {
-    throw new TypeError('its result content must be content blocks ({ type: "text", text })')
+    throw subagentError('ERR_SUBAGENT_HOOK_RESULT', 'its result content must be content blocks ({ type: "text", text })')
   }
-  if (result.code !== undefined && !ERROR_CODES.has(result.code)) throw new TypeError(`its result code ${JSON.stringify(result.code)} is not a tool error code`)
-  if (!withinDepth(result.value)) throw new TypeError(`its result value is nested deeper than ${MAX_VALUE_DEPTH} levels`)
+  if (result.code !== undefined && !ERROR_CODES.has(result.code)) throw subagentError('ERR_SUBAGENT_HOOK_RESULT', `its result code ${JSON.stringify(result.code)} is not a tool error code`)
+  if (!withinDepth(result.value)) throw subagentError('ERR_SUBAGENT_HOOK_RESULT', `its result value is nested deeper than ${MAX_VALUE_DEPTH} levels`)
   const checked: ToolResult = { isError: result.isError, content: result.content.map((block) => ({ ...block })) }
   if (result.code !== undefined) checked.code = result.code
   return { ...checked, ...keepable(result.value) }

@@ -16,6 +16,7 @@ import type { StreamChunk } from '../protocol/stream.js'
 import { addressOf, answeredWith, isRetryableStatus, lostConnection, networkCauseOf, providerMessage, retryAfterOf } from './endpoint-failure.js'
 import type { Model, ModelMessage, ModelRequest } from './model.js'
 import { RequestPolicy, type AttemptState, type Failure, type RequestPolicyOptions } from './retry.js'
+import { subagentError } from '../protocol/errors.js'
 
 export interface OpenAICompatibleOptions extends RequestPolicyOptions {
   /** e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`. */
@@ -104,7 +105,7 @@ export class OpenAICompatibleModel implements Model {
     }
     // The client ends a stream quietly when its signal aborts: the policy says which abort it was.
     if (signal.aborted) return
-    if (!finish) throw new Error("the model endpoint's stream ended before the model finished (no finish_reason): the answer may be cut off")
+    if (!finish) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', "the model endpoint's stream ended before the model finished (no finish_reason): the answer may be cut off")
     // Arguments arrive in pieces; a call is whole only once the stream says so.
     for (const call of [...calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => c)) yield { type: 'tool-call', ...call }
     yield finish
@@ -175,14 +176,14 @@ function toMessage(message: ModelMessage): ChatCompletionMessageParam {
 }
 
 function checkOptions(options: OpenAICompatibleOptions): OpenAICompatibleOptions {
-  if (typeof options !== 'object' || options === null) throw new TypeError('OpenAICompatibleModel needs an options object with a baseUrl')
+  if (typeof options !== 'object' || options === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel needs an options object with a baseUrl')
   const { baseUrl, apiKey, headers, body, maxTokensField } = options
-  if (typeof baseUrl !== 'string' || !/^https?:\/\//.test(baseUrl)) throw new TypeError('OpenAICompatibleModel needs a baseUrl starting with http:// or https://')
-  if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) throw new TypeError('OpenAICompatibleModel apiKey must be a non-empty string when given')
-  if (headers !== undefined && !isRecord(headers)) throw new TypeError('OpenAICompatibleModel headers must be an object of header names to strings')
-  if (body !== undefined && !isRecord(body)) throw new TypeError('OpenAICompatibleModel body must be an object of request fields')
+  if (typeof baseUrl !== 'string' || !/^https?:\/\//.test(baseUrl)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel needs a baseUrl starting with http:// or https://')
+  if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel apiKey must be a non-empty string when given')
+  if (headers !== undefined && !isRecord(headers)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel headers must be an object of header names to strings')
+  if (body !== undefined && !isRecord(body)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel body must be an object of request fields')
   if (maxTokensField !== undefined && maxTokensField !== 'max_tokens' && maxTokensField !== 'max_completion_tokens') {
-    throw new TypeError("OpenAICompatibleModel maxTokensField must be 'max_tokens' or 'max_completion_tokens'")
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', "OpenAICompatibleModel maxTokensField must be 'max_tokens' or 'max_completion_tokens'")
   }
   return options
 }

@@ -10,6 +10,7 @@ import { ModelEndpointError } from './endpoint-failure.js'
 import { Silence } from './silence.js'
 import { Slots } from './slots.js'
 import { sleep } from './sleep.js'
+import { subagentError } from '../protocol/errors.js'
 
 export interface RequestPolicyOptions {
   /** Retries of a request that failed before any chunk reached the child. Default 2. */
@@ -118,10 +119,10 @@ function backoff(retries: number): number {
 
 function checkOptions(options: RequestPolicyOptions, who: string): RequestPolicyOptions {
   const { maxRetries, maxConcurrency, timeoutMs } = options
-  if (maxRetries !== undefined && !(Number.isSafeInteger(maxRetries) && maxRetries >= 0)) throw new TypeError(`${who} maxRetries must be a whole number >= 0`)
+  if (maxRetries !== undefined && !(Number.isSafeInteger(maxRetries) && maxRetries >= 0)) throw subagentError('ERR_SUBAGENT_ARGUMENT', `${who} maxRetries must be a whole number >= 0`)
   if (timeoutMs !== undefined && !(Number.isSafeInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= 2 ** 31 - 1)) {
-    throw new TypeError(`${who} timeoutMs must be a whole number of milliseconds from 1 to 2147483647`)
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', `${who} timeoutMs must be a whole number of milliseconds from 1 to 2147483647`)
   }
-  if (maxConcurrency !== undefined && !(Number.isSafeInteger(maxConcurrency) && maxConcurrency >= 1)) throw new TypeError(`${who} maxConcurrency must be a whole number >= 1`)
+  if (maxConcurrency !== undefined && !(Number.isSafeInteger(maxConcurrency) && maxConcurrency >= 1)) throw subagentError('ERR_SUBAGENT_ARGUMENT', `${who} maxConcurrency must be a whole number >= 1`)
   return options
 }

@@ -3,11 +3,15 @@
  * an unsupported schema fails loudly before any tool is registered or any child exists; argument
  * validators are compiled once per schema object.
  */
+import { SubagentTypeError } from '../protocol/errors.js'
 import { Ajv, type ValidateFunction } from 'ajv'
 
-export class UnsupportedSchemaError extends TypeError {
+export class UnsupportedSchemaError extends SubagentTypeError<'ERR_SUBAGENT_SCHEMA'> {
   override name = 'UnsupportedSchemaError'
-  readonly code = 'ERR_SUBAGENT_SCHEMA'
+
+  constructor(message: string) {
+    super('ERR_SUBAGENT_SCHEMA', message)
+  }
 }
 
 const TYPES = new Set(['object', 'array', 'string', 'number', 'integer', 'boolean', 'null'])

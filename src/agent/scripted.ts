@@ -5,6 +5,7 @@
 import type { StreamChunk } from '../protocol/stream.js'
 import type { Model, ModelRequest } from './model.js'
 import { sleep } from './sleep.js'
+import { subagentError } from '../protocol/errors.js'
 
 export type ScriptEntry =
   | StreamChunk[]
@@ -23,7 +24,7 @@ export class ScriptedModel implements Model {
   readonly #script: ScriptEntry[]
 
   constructor(script: ScriptEntry[]) {
-    if (!Array.isArray(script)) throw new TypeError('ScriptedModel needs an array of script entries')
+    if (!Array.isArray(script)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'ScriptedModel needs an array of script entries')
     this.#script = [...script]
   }
 
@@ -38,7 +39,7 @@ export class ScriptedModel implements Model {
     this.requests.push({ ...request, messages: [...request.messages] })
     const entry = this.#script[index]
     if (entry === undefined) {
-      throw new Error(`ScriptedModel script exhausted: request ${index + 1} has no entry (the script has ${this.#script.length})`)
+      throw subagentError('ERR_SUBAGENT_SCRIPT_EXHAUSTED', `ScriptedModel script exhausted: request ${index + 1} has no entry (the script has ${this.#script.length})`)
     }
     const { signal } = request
     throwIfAborted(signal)

@@ -2,6 +2,8 @@
  * The request's own abort signal, plus a watchdog: when the endpoint stays silent for `ms`
  * (before answering, or between two chunks), the request is aborted and `expired` says so.
  */
+import { subagentError } from '../protocol/errors.js'
+
 export class Silence {
   readonly #controller = new AbortController()
   readonly #ms: number
@@ -38,7 +40,7 @@ export class Silence {
       return
     }
     this.expired = true
-    this.#controller.abort(new Error('timeout'))
+    this.#controller.abort(subagentError('ERR_SUBAGENT_SILENT', 'timeout'))
   }
 
   dispose(): void {

@@ -12,6 +12,7 @@ import type { Infer } from './infer.js'
 import { checkSchemaSubset } from './schema.js'
 import { isLibrarySchema, toJsonSchema } from './to-json-schema.js'
 import { subagentError } from '../protocol/errors.js'
+import { SECTION_ORDER, type PromptSection } from './prompt.js'
 
 export interface ToolExecution {
   /** The calling agent (for a host tool called by a worker child: the host's view of it). */
@@ -35,6 +36,11 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
   needsApproval?: boolean
   /** False makes the call run alone: earlier calls of the step finish first, later ones wait. */
   concurrencySafe?: boolean
+  /**
+   * How to use the tool, as a system prompt section (`tool:<name>`) of every agent that can see
+   * it, and only while it can: a tool filter that hides the tool hides its guidance too.
+   */
+  guidance?: string
 }
 
 export type { ToolFilter }
@@ -67,10 +73,18 @@ export function defineTool(definition: ToolInput<object, never>): ToolDefinition
   }
   if (typeof description !== 'string') throw subagentError('ERR_SUBAGENT_DEFINITION', `tool "${name}" needs a string description`)
   if (typeof execute !== 'function') throw subagentError('ERR_SUBAGENT_DEFINITION', `tool "${name}" needs an execute function`)
+  if (definition.guidance !== undefined && typeof definition.guidance !== 'string') throw subagentError('ERR_SUBAGENT_DEFINITION', `tool "${name}" guidance must be a string`)
   const what = `tool "${name}" parameters`
   if (isLibrarySchema(parameters)) return { ...definition, parameters: toJsonSchema(parameters, { what }) }
   checkSchemaSubset(parameters, what)
   return definition
+}
+
+/** The prompt sections of these tools' guidance, in the order the tools are listed (the band SECTION_ORDER.toolGuidance). */
+export function guidanceSections(tools: Iterable<ToolDefinition>): PromptSection[] {
+  const sections: PromptSection[] = []
+  for (const tool of tools) if (tool.guidance) sections.push({ id: `tool:${tool.name}`, order: SECTION_ORDER.toolGuidance, text: tool.guidance })
+  return sections
 }
 
 export function toolSchema(tool: ToolDefinition): ToolSchema {

@@ -23,6 +23,7 @@ import {
 import { inputSchemaOf, runTool, toolExecution, type ParentOf } from './as-tool.js'
 import { progressTool } from './progress.js'
 import { parentFromMessages } from './parent-from-messages.js'
+import { subagentError } from '../protocol/errors.js'
 
 /**
  * `createSubagentTool`'s config (`toolName` only names the tool in its own messages: the model
@@ -56,16 +57,16 @@ type DelegationHost = Pick<Host, 'spawn' | 'fork' | 'jobs' | 'agents'>
 export function delegationTool<S extends SchemaLike>(host: DelegationHost, config: DelegationToolConfig & { outputSchema: S }): Tool<StructuredDelegationInput, StructuredOf<S>>
 export function delegationTool(host: DelegationHost, config: DelegationToolConfig): Tool<DelegationInput, string>
 export function delegationTool(host: DelegationHost, config: DelegationToolConfig): Tool<DelegationInput, string> | Tool<StructuredDelegationInput, unknown> {
-  if (typeof config !== 'object' || config === null) throw new TypeError('delegationTool needs a config: a subagent tool config, plus parent?, parentId? and outputSchema?')
+  if (typeof config !== 'object' || config === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'delegationTool needs a config: a subagent tool config, plus parent?, parentId? and outputSchema?')
   const { parent, parentId, outputSchema, ...toolConfig } = config
-  if (parent !== undefined && parentId !== undefined) throw new TypeError('delegationTool takes parent or parentId, not both: parentId names the view built when no parent is given')
+  if (parent !== undefined && parentId !== undefined) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'delegationTool takes parent or parentId, not both: parentId names the view built when no parent is given')
   if (parent !== undefined && (typeof parent !== 'object' || parent === null || typeof parent.id !== 'string')) {
-    throw new TypeError('delegationTool parent must be an agent view { id, options, session: { header, events } }')
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', 'delegationTool parent must be an agent view { id, options, session: { header, events } }')
   }
-  if (parentId !== undefined && (typeof parentId !== 'string' || parentId === '')) throw new TypeError('delegationTool parentId must be a non-empty string')
+  if (parentId !== undefined && (typeof parentId !== 'string' || parentId === '')) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'delegationTool parentId must be a non-empty string')
   // (A parentId may name an agent of the host, whose options the children then inherit.)
   if (parent === undefined && parentId === undefined && toolConfig.agentOptions?.provider === undefined) {
-    throw new TypeError(
+    throw subagentError('ERR_SUBAGENT_ARGUMENT',
       'delegationTool needs agentOptions.provider (the registered model its children talk to): a parent built from AI SDK messages has no model of this library for them to inherit',
     )
   }
@@ -77,13 +78,13 @@ export function delegationTool(host: DelegationHost, config: DelegationToolConfi
 
 function structuredTool(host: DelegationHost, config: SubagentToolConfig, schema: JsonSchema, parentOf: ParentOf): Tool<StructuredDelegationInput, unknown> {
   if (config.enableRunInBackground === true) {
-    throw new TypeError('delegationTool with outputSchema runs in the foreground only: leave enableRunInBackground unset or false')
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', 'delegationTool with outputSchema runs in the foreground only: leave enableRunInBackground unset or false')
   }
   const foreground: SubagentToolConfig = { ...config, enableRunInBackground: false }
   // Checks the config once, and gives the tool's name, description and arguments.
   const template = createSubagentTool(host, foreground)
   const base: SubagentProvider = config.provider === 'spawn' ? host.spawn : config.provider === 'fork' ? host.fork : config.provider
-  if (!base.capabilities.outputSchema) throw new TypeError(`provider "${base.name}" has no outputSchema capability, so it cannot take delegationTool's outputSchema`)
+  if (!base.capabilities.outputSchema) throw subagentError('ERR_SUBAGENT_CAPABILITY', `provider "${base.name}" has no outputSchema capability, so it cannot take delegationTool's outputSchema`)
 
   return tool<StructuredDelegationInput, unknown>({
     description: template.description,
@@ -109,7 +110,7 @@ function structuredTool(host: DelegationHost, config: SubagentToolConfig, schema
       }
       const call = createSubagentTool(host, { ...foreground, provider })
       await runTool(call, input, toolExecution(parentOf(options), options))
-      if (!result) throw new Error('the subagent tool completed without starting a child')
+      if (!result) throw subagentError('ERR_SUBAGENT_NO_CHILD', 'the subagent tool completed without starting a child')
       // Only a completed run gets here, and a completed structured run carries its value.
       return (await result).structured
     },

@@ -12,7 +12,7 @@ import { judgeCallFailure } from './call-failure.js'
 import type { LanguageModelLike, StreamPartLike } from './language-model.js'
 import { toCallOptions } from './prompt.js'
 import { toStreamChunks } from './stream.js'
-import { messageOf } from '../protocol/errors.js'
+import { messageOf, subagentError } from '../protocol/errors.js'
 
 const SPECS = new Set<unknown>(['v2', 'v3', 'v4'])
 
@@ -29,16 +29,16 @@ export type FromLanguageModelOptions = RequestPolicyOptions
  */
 export function fromLanguageModel(model: LanguageModelLike, options: FromLanguageModelOptions = {}): Model {
   if (typeof model !== 'object' || model === null || typeof model.doStream !== 'function') {
-    throw new TypeError(
+    throw subagentError('ERR_SUBAGENT_ARGUMENT',
       'fromLanguageModel needs an AI SDK language model instance with doStream(), e.g. openai("gpt-4o"); a model id string must be resolved by its provider first',
     )
   }
   if (!SPECS.has(model.specificationVersion)) {
-    throw new TypeError(
+    throw subagentError('ERR_SUBAGENT_ARGUMENT',
       `AI SDK language model specification ${JSON.stringify(model.specificationVersion)} is not supported: fromLanguageModel handles "v2" (ai 5), "v3" (ai 6) and "v4" (ai 7)`,
     )
   }
-  if (typeof options !== 'object' || options === null) throw new TypeError('fromLanguageModel options must be an object: { maxRetries?, maxConcurrency?, timeoutMs? }')
+  if (typeof options !== 'object' || options === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'fromLanguageModel options must be an object: { maxRetries?, maxConcurrency?, timeoutMs? }')
   const policy = new RequestPolicy(options, 'fromLanguageModel')
   const name = `AI SDK model ${model.provider}/${model.modelId}`
   return {
@@ -61,9 +61,9 @@ async function* attempt(model: LanguageModelLike, request: ModelRequest, name: s
     ;({ stream } = await untilAborted(Promise.resolve(model.doStream(options)), signal))
   } catch (error) {
     if (signal.aborted) throw signal.reason
-    throw new Error(`${name} failed to start streaming: ${messageOf(error)}`, { cause: error })
+    throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `${name} failed to start streaming: ${messageOf(error)}`, { cause: error })
   }
-  if (typeof stream?.getReader !== 'function') throw new Error(`${name}'s doStream did not resolve to { stream: ReadableStream }`)
+  if (typeof stream?.getReader !== 'function') throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `${name}'s doStream did not resolve to { stream: ReadableStream }`)
   yield* toStreamChunks(stream, signal, name)
 }
 

@@ -17,6 +17,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { AgentOptions, AgentView, ContentBlock, Host, SessionEvent, SessionEventMap, SessionEventType, SessionHeader, ToolResultData } from '../index.js'
+import { subagentError } from '../protocol/errors.js'
 
 /**
  * A message part of either `ai` version: any object with a string `type`, checked when read. (The
@@ -51,12 +52,12 @@ const COMPLETED = { reason: { kind: 'completed' } } as const
  * other id is a top-level parent, at depth 0.
  */
 export function parentFromMessages(host: Pick<Host, 'agents'>, messages: readonly AiSdkModelMessage[], init: ForeignParentInit = {}): AgentView {
-  if (typeof host?.agents?.get !== 'function') throw new TypeError('parentFromMessages needs the host (createHost()) its children will run on')
-  if (!Array.isArray(messages)) throw new TypeError('parentFromMessages needs an array of AI SDK ModelMessages (system, user, assistant, tool)')
-  if (typeof init !== 'object' || init === null) throw new TypeError('parentFromMessages init must be an object { id?, options?, cwd? }')
+  if (typeof host?.agents?.get !== 'function') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'parentFromMessages needs the host (createHost()) its children will run on')
+  if (!Array.isArray(messages)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'parentFromMessages needs an array of AI SDK ModelMessages (system, user, assistant, tool)')
+  if (typeof init !== 'object' || init === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'parentFromMessages init must be an object { id?, options?, cwd? }')
   const id = init.id ?? `ai-sdk-${randomUUID()}`
-  if (typeof id !== 'string' || id === '') throw new TypeError('parentFromMessages init.id must be a non-empty string')
-  if (init.cwd !== undefined && typeof init.cwd !== 'string') throw new TypeError('parentFromMessages init.cwd must be a string')
+  if (typeof id !== 'string' || id === '') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'parentFromMessages init.id must be a non-empty string')
+  if (init.cwd !== undefined && typeof init.cwd !== 'string') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'parentFromMessages init.cwd must be a string')
 
   const live = host.agents.get(id)
   const header: SessionHeader = live ? { ...live.session.header } : { type: 'session', id, createdAt: new Date().toISOString() }
@@ -85,7 +86,7 @@ function toEvents(messages: readonly AiSdkModelMessage[]): SessionEvent[] {
 
   messages.forEach((message: unknown, index) => {
     const where = `messages[${index}]`
-    if (typeof message !== 'object' || message === null) throw new TypeError(`${where} is not an AI SDK ModelMessage`)
+    if (typeof message !== 'object' || message === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', `${where} is not an AI SDK ModelMessage`)
     const { role, content } = message as { role?: unknown; content?: unknown }
     switch (role) {
       case 'system':
@@ -119,7 +120,7 @@ function toEvents(messages: readonly AiSdkModelMessage[]): SessionEvent[] {
         answered = false
         return
       default:
-        throw new TypeError(`${where} has the role ${JSON.stringify(role)}: AI SDK messages are system, user, assistant or tool`)
+        throw subagentError('ERR_SUBAGENT_ARGUMENT', `${where} has the role ${JSON.stringify(role)}: AI SDK messages are system, user, assistant or tool`)
     }
   })
   if (open && answered) push('turn/end', COMPLETED)
@@ -145,7 +146,7 @@ function assistantBlocks(content: unknown, where: string): ContentBlock[] {
       case 'tool-call': {
         if (fields['providerExecuted'] === true) break
         const { toolCallId, toolName, input } = fields
-        if (typeof toolCallId !== 'string' || typeof toolName !== 'string') throw new TypeError(`${where} has a tool-call part without a string toolCallId and toolName`)
+        if (typeof toolCallId !== 'string' || typeof toolName !== 'string') throw subagentError('ERR_SUBAGENT_ARGUMENT', `${where} has a tool-call part without a string toolCallId and toolName`)
         blocks.push({ type: 'tool-call', id: toolCallId, name: toolName, arguments: JSON.stringify(input ?? {}) })
         break
       }
@@ -162,7 +163,7 @@ function assistantBlocks(content: unknown, where: string): ContentBlock[] {
 
 function toolResult(part: MessagePart, where: string): ToolResultData {
   const { toolCallId, toolName, output } = part as unknown as Record<string, unknown>
-  if (typeof toolCallId !== 'string' || typeof toolName !== 'string') throw new TypeError(`${where} is a tool-result part without a string toolCallId and toolName`)
+  if (typeof toolCallId !== 'string' || typeof toolName !== 'string') throw subagentError('ERR_SUBAGENT_ARGUMENT', `${where} is a tool-result part without a string toolCallId and toolName`)
   const result = (isError: boolean, text: string): ToolResultData => ({
     callId: toolCallId,
     name: toolName,
@@ -187,15 +188,15 @@ function toolResult(part: MessagePart, where: string): ToolResultData {
       return result(false, items.map((item) => (item.type === 'text' ? textOf(item, where) : omitted(item.type).text)).join(''))
     }
     default:
-      throw new TypeError(`${where} has a tool result output of unknown type ${JSON.stringify(type)}`)
+      throw subagentError('ERR_SUBAGENT_ARGUMENT', `${where} has a tool result output of unknown type ${JSON.stringify(type)}`)
   }
 }
 
 function partsOf(content: unknown, where: string): MessagePart[] {
-  if (!Array.isArray(content)) throw new TypeError(`${where} must have a content array of parts`)
+  if (!Array.isArray(content)) throw subagentError('ERR_SUBAGENT_ARGUMENT', `${where} must have a content array of parts`)
   content.forEach((part: unknown, i) => {
     if (typeof part !== 'object' || part === null || typeof (part as MessagePart).type !== 'string') {
-      throw new TypeError(`${where}.content[${i}] is not a message part (an object with a string "type")`)
+      throw subagentError('ERR_SUBAGENT_ARGUMENT', `${where}.content[${i}] is not a message part (an object with a string "type")`)
     }
   })
   return content as MessagePart[]
@@ -203,7 +204,7 @@ function partsOf(content: unknown, where: string): MessagePart[] {
 
 function textOf(part: MessagePart, where: string): string {
   const { text } = part as { text?: unknown }
-  if (typeof text !== 'string') throw new TypeError(`${where} has a text part without a string "text"`)
+  if (typeof text !== 'string') throw subagentError('ERR_SUBAGENT_ARGUMENT', `${where} has a text part without a string "text"`)
   return text
 }
 

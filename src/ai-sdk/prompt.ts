@@ -1,6 +1,7 @@
 /** A library model request as AI SDK `doStream` options (the same for spec v2, v3 and v4). */
 import type { ContentBlock, ModelMessage, ModelRequest } from '../index.js'
 import type { CallOptions, PromptMessage, PromptText, PromptToolCall, PromptToolResult } from './language-model.js'
+import { subagentError } from '../protocol/errors.js'
 
 export function toCallOptions(request: ModelRequest): CallOptions {
   const prompt: PromptMessage[] = []
@@ -41,7 +42,7 @@ function toPromptMessage(message: ModelMessage): PromptMessage {
 
 function userPart(block: ContentBlock): PromptText {
   if (block.type === 'text') return { type: 'text', text: block.text }
-  throw new Error(`a user message carries a tool call ("${block.name}"), which an AI SDK prompt cannot express`)
+  throw subagentError('ERR_SUBAGENT_PROMPT', `a user message carries a tool call ("${block.name}"), which an AI SDK prompt cannot express`)
 }
 
 function assistantPart(block: ContentBlock): Array<PromptText | PromptToolCall> {

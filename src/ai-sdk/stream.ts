@@ -6,7 +6,7 @@
  */
 import type { FinishReason, StreamChunk } from '../index.js'
 import type { StreamPartLike } from './language-model.js'
-import { messageOf } from '../protocol/errors.js'
+import { messageOf, subagentError } from '../protocol/errors.js'
 
 const FINISH: Record<string, FinishReason> = {
   stop: 'stop',
@@ -23,7 +23,7 @@ export async function* toStreamChunks(stream: ReadableStream<StreamPartLike>, si
     switch (part.type) {
       case 'text-delta': {
         const delta = fields['delta']
-        if (typeof delta !== 'string') throw new Error(`${name} sent a text-delta part without a string "delta"`)
+        if (typeof delta !== 'string') throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `${name} sent a text-delta part without a string "delta"`)
         if (delta !== '') yield { type: 'text-delta', text: delta }
         break
       }
@@ -31,12 +31,12 @@ export async function* toStreamChunks(stream: ReadableStream<StreamPartLike>, si
         // A provider-executed call (a provider's own web search, say) already ran there.
         if (fields['providerExecuted'] === true) break
         const { toolCallId, toolName, input } = fields
-        if (typeof toolCallId !== 'string' || typeof toolName !== 'string') throw new Error(`${name} sent a tool-call part without a string toolCallId and toolName`)
+        if (typeof toolCallId !== 'string' || typeof toolName !== 'string') throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `${name} sent a tool-call part without a string toolCallId and toolName`)
         yield { type: 'tool-call', id: toolCallId, name: toolName, arguments: typeof input === 'string' ? input : (JSON.stringify(input) ?? '') }
         break
       }
       case 'error':
-        throw new Error(`${name} reported an error in its stream: ${messageOf(fields['error'])}`, { cause: fields['error'] })
+        throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `${name} reported an error in its stream: ${messageOf(fields['error'])}`, { cause: fields['error'] })
       case 'finish': {
         const usage = usageOf(fields['usage'])
         if (usage) yield usage
@@ -46,7 +46,7 @@ export async function* toStreamChunks(stream: ReadableStream<StreamPartLike>, si
       }
     }
   }
-  if (!finished) throw new Error(`${name}'s stream ended without a finish part, so the step may be incomplete`)
+  if (!finished) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `${name}'s stream ended without a finish part, so the step may be incomplete`)
 }
 
 /** Reads the stream; the signal cancels it at once, even while a read is pending. */
@@ -60,7 +60,7 @@ async function* readParts(stream: ReadableStream<StreamPartLike>, signal: AbortS
       if (signal.aborted) throw signal.reason
       const next = await reader.read().catch((error: unknown) => {
         if (signal.aborted) throw signal.reason
-        throw new Error(`${name}'s stream failed: ${messageOf(error)}`, { cause: error })
+        throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `${name}'s stream failed: ${messageOf(error)}`, { cause: error })
       })
       if (signal.aborted) throw signal.reason
       if (next.done) {
@@ -69,7 +69,7 @@ async function* readParts(stream: ReadableStream<StreamPartLike>, signal: AbortS
       }
       const part: unknown = next.value
       if (typeof part !== 'object' || part === null || typeof (part as StreamPartLike).type !== 'string') {
-        throw new Error(`${name} sent a stream part that is not an object with a string "type"`)
+        throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `${name} sent a stream part that is not an object with a string "type"`)
       }
       yield part as StreamPartLike
     }
@@ -106,7 +106,7 @@ function finishOf(reason: unknown, name: string): FinishReason {
   const mapped = typeof unified === 'string' ? FINISH[unified] : undefined
   if (mapped) return mapped
   const said = typeof raw === 'string' ? ` (the provider said "${raw}")` : ''
-  throw new Error(
+  throw subagentError('ERR_SUBAGENT_MODEL_STREAM',
     `${name} finished with reason ${JSON.stringify(unified) ?? 'undefined'}${said}, which a library step cannot express (only stop, length, tool-calls and content-filter can), so the step fails instead of passing as a success`,
   )
 }

@@ -33,6 +33,7 @@ import { describeRedis, quit, redisClient, within, type RedisConnection } from '
 import { RelayedChild, type PlaceAgain } from '../remote/relayed-child.js'
 import { decode, encode, readJob } from '../remote/envelope.js'
 import { DEFAULT_QUEUE, hostChannel, nodeChannel, QUEUE_DEPTHS, queueName, validQueueName } from './names.js'
+import { subagentError } from '../protocol/errors.js'
 
 export interface NodeOptions {
   /** Where Redis is: a `redis://` or `rediss://` URL, or ioredis options (credentials and TLS pass through). */
@@ -154,7 +155,7 @@ class Node implements WorkerNode {
     const { queue, redisTimeoutMs } = this.#settings
     // Hosts answer on this channel: it is listened to before any job can make a host aware of us.
     await within(this.#subscriber.subscribe(nodeChannel(queue, this.id)), redisTimeoutMs, () => this.#unreachable()).catch((error: Error) => {
-      throw error.message.startsWith(this.#label) ? error : new Error(this.#unreachable(error), { cause: error })
+      throw error.message.startsWith(this.#label) ? error : subagentError('ERR_SUBAGENT_UNREACHABLE', this.#unreachable(error), { cause: error })
     })
     for (let depth = 1; depth <= QUEUE_DEPTHS; depth++) {
       const worker = new Worker(queueName(queue, depth), (job: Job, token?: string) => this.#run(job, depth, token), {
@@ -201,7 +202,7 @@ class Node implements WorkerNode {
   async #run(job: Job, depth: number, token: string | undefined): Promise<void> {
     const read = readJob(job.data)
     if (read instanceof Error) throw read // the job fails, visibly in BullMQ; no host can be told
-    if (token === undefined) throw new Error('BullMQ gave the job without a lock token: this node cannot prove it holds it')
+    if (token === undefined) throw subagentError('ERR_SUBAGENT_REMOTE_SHAPE', 'BullMQ gave the job without a lock token: this node cannot prove it holds it')
     const link = this.#linkTo(read.host)
     // The job only names the child: what it is, the host says, and only to the node holding the job.
     const taken = await link.take(read.child, token)
@@ -232,7 +233,7 @@ class Node implements WorkerNode {
   #moduleFor(named: string | undefined): string | undefined | Error {
     const { modules } = this.#settings
     if (named === undefined || modules.includes(named)) return named
-    return new Error(`${this.#label} does not serve the agent module ${named}: start it with --agent-module ${named}`)
+    return subagentError('ERR_SUBAGENT_MODULE_NOT_SERVED', `${this.#label} does not serve the agent module ${named}: start it with --agent-module ${named}`)
   }
 
   #poolFor(depth: number, config: RunnerConfig): RunnerPool {

@@ -4,6 +4,7 @@
  * ones BullMQ uses and the ones that carry frames share one configuration.
  */
 import { Redis, type RedisOptions } from 'ioredis'
+import { subagentError } from '../protocol/errors.js'
 
 /** A Redis URL (`rediss://` for TLS) or ioredis options: host, port, username, password, tls, db. */
 export type RedisConnection = string | RedisOptions
@@ -31,7 +32,7 @@ export function describeRedis(connection: RedisConnection): string {
 export async function within<T>(promise: Promise<T>, ms: number, what: () => string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(what())), ms)
+    timer = setTimeout(() => reject(subagentError('ERR_SUBAGENT_UNREACHABLE', what())), ms)
   })
   try {
     return await Promise.race([promise, late])

@@ -75,7 +75,7 @@ export function bullmqTransport(options: BullmqTransportOptions): Transport {
   return {
     name: 'bullmq',
     open(context) {
-      if (opened) throw new Error('a bullmqTransport() serves one host: make one per createHost()')
+      if (opened) throw subagentError('ERR_SUBAGENT_TRANSPORT_REUSED', 'a bullmqTransport() serves one host: make one per createHost()')
       opened = true
       return new BullmqTransport(settings, context)
     },
@@ -319,7 +319,7 @@ class BullmqTransport implements ChildTransport {
       if (lost === undefined) continue // Redis is not answering: the start's own waits say so
       queued.missing = lost ? queued.missing + 1 : 0
       if (queued.missing >= 2) {
-        this.#giveUp(queued, new Error('the node that took this child from the queue stopped before building it (its job was failed or its lock expired; a child never runs twice): start it again'))
+        this.#giveUp(queued, subagentError('ERR_SUBAGENT_NODE_LOST', 'the node that took this child from the queue stopped before building it (its job was failed or its lock expired; a child never runs twice): start it again'))
       }
     }
   }
@@ -376,7 +376,7 @@ class BullmqTransport implements ChildTransport {
       return await within(promise, ms, () => `${failed} within ${ms} ms (redisTimeoutMs): ${this.#lastRedisError?.message ?? 'no answer'}. Is Redis running and reachable?`)
     } catch (error) {
       if (error instanceof Error && error.message.startsWith(failed)) throw error
-      throw new Error(`${failed}: ${messageOf(error)}`, { cause: error })
+      throw subagentError('ERR_SUBAGENT_UNREACHABLE', `${failed}: ${messageOf(error)}`, { cause: error })
     }
   }
 

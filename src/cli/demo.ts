@@ -17,7 +17,7 @@ import {
   type StreamChunk,
   type SubagentResult,
 } from '../index.js'
-import { clip, ms, styleFor, table } from './format.js'
+import { clip, ms, styleFor, table } from './terminal/format.js'
 
 const MODULE = new URL('./demo-module.js', import.meta.url)
 const DOCUMENTS = 24

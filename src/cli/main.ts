@@ -2,7 +2,7 @@
 /** The `subagent-worker` command. */
 import { runBench } from './bench/index.js'
 import { runDemo } from './demo.js'
-import { CommandFailure, UsageError } from './usage.js'
+import { CommandFailure, UsageError } from './terminal/failure.js'
 
 const USAGE = `usage: subagent-worker <command>
 

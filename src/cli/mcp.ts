@@ -1,7 +1,8 @@
 /** `subagent-worker mcp`: delegation as an MCP server on stdio, until the client closes stdin. */
 import { parseArgs } from 'node:util'
 import { createHost, OpenAICompatibleModel, type AgentOptions, type Host, type Model, type ModelRequest, type StreamChunk } from '../index.js'
-import { UsageError } from './usage.js'
+import { UsageError } from './terminal/failure.js'
+import { subagentError } from '../protocol/errors.js'
 
 export const MCP_USAGE = `usage: subagent-worker mcp [--isolation worker|process|inline] [--agent-module URL]
                            [--openai-base-url URL --model NAME]
@@ -97,7 +98,7 @@ async function loadSdk() {
     return { mcpServer, StdioServerTransport }
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && /@modelcontextprotocol\/sdk/.test((error as Error).message)) {
-      throw new Error('the mcp command needs the @modelcontextprotocol/sdk package: npm install @modelcontextprotocol/sdk')
+      throw subagentError('ERR_SUBAGENT_PEER_MISSING', 'the mcp command needs the @modelcontextprotocol/sdk package: npm install @modelcontextprotocol/sdk')
     }
     throw error
   }

@@ -1,6 +1,7 @@
 /** `subagent-worker node`: a worker node serving a BullMQ queue until SIGTERM or SIGINT. */
 import { parseArgs } from 'node:util'
-import { CommandFailure, UsageError } from './usage.js'
+import { CommandFailure, UsageError } from './terminal/failure.js'
+import { subagentError } from '../protocol/errors.js'
 
 export const NODE_USAGE = `usage: subagent-worker node --redis URL [--queue NAME] [--max-threads N]
                             [--min-threads N] [--idle-timeout-ms MS] [--children-per-worker M]
@@ -99,7 +100,7 @@ async function loadBullmq(): Promise<typeof import('../bullmq/index.js')> {
     return await import('../bullmq/index.js')
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && /bullmq|ioredis/.test((error as Error).message)) {
-      throw new Error('the node command needs the bullmq and ioredis packages: npm install bullmq ioredis')
+      throw subagentError('ERR_SUBAGENT_PEER_MISSING', 'the node command needs the bullmq and ioredis packages: npm install bullmq ioredis')
     }
     throw error
   }

@@ -37,6 +37,7 @@ import {
 import { argumentErrorsText, argumentValidator } from '../agent/schema.js'
 import { delegationCall, providerOf } from './delegation.js'
 import { watchProgress } from './progress.js'
+import { subagentError } from '../protocol/errors.js'
 
 export interface McpServerConfig extends SubagentToolConfig {
   /**
@@ -61,10 +62,10 @@ interface Served {
 }
 
 export function mcpServer(host: McpHost, config: McpServerConfig): Server {
-  if (typeof config !== 'object' || config === null) throw new TypeError('mcpServer needs a config: a subagent tool config (provider, agentOptions with the children\'s provider, ...), plus outputSchema?')
+  if (typeof config !== 'object' || config === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'mcpServer needs a config: a subagent tool config (provider, agentOptions with the children\'s provider, ...), plus outputSchema?')
   const { outputSchema, serverInfo, ...toolConfig } = config
   if (toolConfig.agentOptions?.provider === undefined) {
-    throw new TypeError("mcpServer needs agentOptions.provider (the registered model its children talk to): the connection's parent agent has no model for them to inherit")
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', "mcpServer needs agentOptions.provider (the registered model its children talk to): the connection's parent agent has no model for them to inherit")
   }
   const schema = outputSchema === undefined ? undefined : toJsonSchema(outputSchema, { what: 'mcpServer outputSchema' })
   const subagentConfig: SubagentToolConfig = schema === undefined ? toolConfig : structuredConfig(host, toolConfig)
@@ -111,9 +112,9 @@ class DelegationServer extends Server {
 }
 
 function structuredConfig(host: McpHost, config: SubagentToolConfig): SubagentToolConfig {
-  if (config.enableRunInBackground === true) throw new TypeError('mcpServer with outputSchema runs in the foreground only: leave enableRunInBackground unset or false')
+  if (config.enableRunInBackground === true) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'mcpServer with outputSchema runs in the foreground only: leave enableRunInBackground unset or false')
   const provider = providerOf(host, config)
-  if (!provider.capabilities.outputSchema) throw new TypeError(`provider "${provider.name}" has no outputSchema capability, so it cannot take mcpServer's outputSchema`)
+  if (!provider.capabilities.outputSchema) throw subagentError('ERR_SUBAGENT_CAPABILITY', `provider "${provider.name}" has no outputSchema capability, so it cannot take mcpServer's outputSchema`)
   return { ...config, enableRunInBackground: false }
 }
 

@@ -7,6 +7,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js'
 import { defineTool, ToolError, type ToolDefinition } from '../index.js'
+import { subagentError } from '../protocol/errors.js'
 
 export interface McpToolsOptions {
   /** Put before every tool's name (e.g. `github_`), so two servers' tools cannot collide. */
@@ -16,9 +17,9 @@ export interface McpToolsOptions {
 export type McpToolClient = Pick<Client, 'listTools' | 'callTool'>
 
 export async function mcpTools(client: McpToolClient, options: McpToolsOptions = {}): Promise<ToolDefinition[]> {
-  if (typeof client?.listTools !== 'function' || typeof client.callTool !== 'function') throw new TypeError('mcpTools needs a connected MCP client (the SDK\'s Client, after connect())')
+  if (typeof client?.listTools !== 'function' || typeof client.callTool !== 'function') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'mcpTools needs a connected MCP client (the SDK\'s Client, after connect())')
   const prefix = options.prefix ?? ''
-  if (typeof prefix !== 'string') throw new TypeError('mcpTools prefix must be a string')
+  if (typeof prefix !== 'string') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'mcpTools prefix must be a string')
   return (await listAll(client)).map((tool) => hostTool(client, tool, prefix))
 }
 
@@ -52,7 +53,7 @@ function hostTool(client: McpToolClient, tool: Tool, prefix: string): ToolDefini
       },
     })
   } catch (error) {
-    throw new TypeError(`MCP tool "${tool.name}" cannot be a host tool as "${name}": ${error instanceof Error ? error.message : String(error)}`)
+    throw subagentError('ERR_SUBAGENT_DEFINITION', `MCP tool "${tool.name}" cannot be a host tool as "${name}": ${error instanceof Error ? error.message : String(error)}`)
   }
 }
 

@@ -7,6 +7,7 @@
 import diagnostics_channel from 'node:diagnostics_channel'
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api'
 import type { ChildEndMessage, ChildInfo, ChildStartMessage, ContentBlock, StepMessage, ToolMessage } from '../index.js'
+import { subagentError } from '../protocol/errors.js'
 
 export interface InstrumentOptions {
   /** Default: the global tracer provider. */
@@ -33,9 +34,9 @@ interface Open {
 
 /** Subscribes to the four channels; the returned function unsubscribes and ends what is open. */
 export function instrument(options: InstrumentOptions = {}): () => void {
-  if (typeof options !== 'object' || options === null) throw new TypeError('instrument options must be an object like { tracerProvider?, captureContent? }')
+  if (typeof options !== 'object' || options === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'instrument options must be an object like { tracerProvider?, captureContent? }')
   const { tracerProvider, captureContent = false } = options
-  if (typeof captureContent !== 'boolean') throw new TypeError('instrument captureContent must be true or false')
+  if (typeof captureContent !== 'boolean') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'instrument captureContent must be true or false')
   const tracer = (tracerProvider ?? trace.getTracerProvider()).getTracer('subagent-worker')
   const spans = new ChildSpans(tracer, captureContent)
   const subscriptions: Array<[string, (message: unknown) => void]> = [

@@ -1,14 +1,14 @@
 /** Option errors and the checks every room of the host shares (settings, the driver, stores, the tools, the bullmq adapter). */
+import { subagentError, SubagentTypeError } from '../protocol/errors.js'
 import type { AgentOptions } from '../agent/view.js'
 
 /** A host option with a wrong value: names the option, the value and what it may be. */
-export class InvalidOptionError extends TypeError {
+export class InvalidOptionError extends SubagentTypeError<'ERR_SUBAGENT_OPTION'> {
   override name = 'InvalidOptionError'
-  readonly code = 'ERR_SUBAGENT_OPTION'
   readonly option: string
 
   constructor(option: string, value: unknown, expected: string) {
-    super(`${option} must be ${expected}, not ${describe(value)}`)
+    super('ERR_SUBAGENT_OPTION', `${option} must be ${expected}, not ${describe(value)}`)
     this.option = option
   }
 }
@@ -40,18 +40,39 @@ export function isNonNegativeSafeInteger(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0 && !Object.is(value, -0)
 }
 
-/** Validates agent options; `what` names them in errors. */
+/** What one AgentOptions key may be: its test, and the words an error says it must be. */
+interface AgentOptionRule {
+  valid(value: unknown): boolean
+  expected: string
+  /** A text the contract quotes whole, whoever names the options. */
+  text?: string
+}
+
+const isNonEmptyString = (value: unknown) => typeof value === 'string' && value !== ''
+
+/**
+ * Every AgentOptions key and its check, in one table (as ajv and piscina check theirs):
+ * createAgent, resumeAgent, a start request and the subagent tool's config all check here, and
+ * the wire schema (protocol/child.ts) says the same.
+ */
+const AGENT_OPTION_RULES: { readonly [K in keyof Required<AgentOptions>]: AgentOptionRule } = {
+  provider: { valid: isNonEmptyString, expected: 'the name a model is registered under (a non-empty string)' },
+  model: { valid: isNonEmptyString, expected: 'a non-empty string (the model id sent with each request)' },
+  maxTokens: { valid: (value) => Number.isSafeInteger(value) && (value as number) > 0, expected: 'a positive safe integer' },
+  // CONTRACT.md §1.3 quotes this text.
+  subagentDepth: { valid: isNonNegativeSafeInteger, expected: 'a non-negative safe integer', text: 'agent subagentDepth must be a non-negative safe integer' },
+}
+
+/** Checks agent options against AGENT_OPTION_RULES; `what` names them in errors. */
 export function checkAgentOptions(options: unknown, what: string): AgentOptions {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new TypeError(`${what} must be an object`)
-  const { provider, model, maxTokens, subagentDepth } = options as AgentOptions
-  for (const [key, value] of [['provider', provider], ['model', model]] as const) {
-    if (value !== undefined && (typeof value !== 'string' || value === '')) throw new TypeError(`${what}.${key} must be a non-empty string`)
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', `${what} must be an object like { provider?, model?, maxTokens? }, not ${describe(options)}`)
   }
-  if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0)) {
-    throw new TypeError(`${what}.maxTokens must be a positive safe integer`)
-  }
-  if (subagentDepth !== undefined && !isNonNegativeSafeInteger(subagentDepth)) {
-    throw new TypeError('agent subagentDepth must be a non-negative safe integer')
+  for (const [key, rule] of Object.entries(AGENT_OPTION_RULES)) {
+    const value = (options as Record<string, unknown>)[key]
+    if (value !== undefined && !rule.valid(value)) {
+      throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', rule.text ?? `${what}.${key} must be ${rule.expected}, not ${describe(value)}`)
+    }
   }
   return options as AgentOptions
 }

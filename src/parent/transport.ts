@@ -7,6 +7,7 @@ import type { ChildSpec } from '../agent/child.js'
 import type { AgentView } from '../agent/view.js'
 import type { ContentBlock } from '../protocol/content.js'
 import type { SessionEvent } from '../protocol/session.js'
+import type { Notice } from '../protocol/notice.js'
 import type { RunnerConfig } from '../protocol/messages.js'
 import type { Placement } from './types.js'
 
@@ -30,6 +31,8 @@ export interface ChildHandle {
   run(prompt: ContentBlock[]): Promise<ChildOutcome>
   /** Cooperative cancel: the running turn ends `aborted` with this reason. */
   cancel(reason: unknown): void
+  /** A settlement notice for this child as a parent (CONTRACT.md §13): into its inbox, wherever its loop runs. */
+  notify(notice: Notice): void
   /** Frees what the child holds; called once, after `run` settled (or after a rollback-free gap). */
   release(): Promise<void>
 }

@@ -84,6 +84,48 @@ export interface SubagentProvider {
 export interface HostProvider extends SubagentProvider {
   start<const S extends object = object>(request: SubagentStartRequest<S>): Promise<SubagentRun<StructuredOf<S>>>
   run<const S extends object = object>(request: SubagentStartRequest<S>): Promise<SubagentResult<StructuredOf<S>>>
+  /**
+   * A child that outlives its first task (CONTRACT.md §13): fulfils once it is published and the
+   * prompt is in its inbox, before any work is done. It takes no `outputSchema`.
+   */
+  startContinuable(request: ContinuableStartRequest): Promise<ContinuableRun>
+}
+
+/** A continuable child's start request: a one-shot's, without `outputSchema` (each activation ends in text). */
+export type ContinuableStartRequest = Omit<SubagentStartRequest, 'outputSchema'>
+
+/** The end of one activation of a continuable child (CONTRACT.md §13). */
+export interface Settlement {
+  /** The child's run id (its session id, as on `subagent/start`). */
+  runId: string
+  /** The child's session id. */
+  id: string
+  /** The agent that started the child. */
+  parentId: string
+  /** Which activation this ends, from 1. */
+  activation: number
+  stopReason: SubagentStopReason
+  /** Read from this activation's events alone (CONTRACT.md §3's rules). */
+  output: ContentBlock[]
+  /** The activation's final text, when it has one. */
+  lastAssistantMessage?: string
+  /** Why it did not complete (only then). */
+  diagnostic?: string
+  /** The usage of this activation's own steps. */
+  usage?: Usage
+}
+
+/** A live continuable child (CONTRACT.md §13). */
+export interface ContinuableRun {
+  /** The child's session id. */
+  readonly id: string
+  /** Adds a message to the child's inbox: one activation each, in order. Throws (ERR_SUBAGENT_DISPOSED) once disposed. */
+  send(message: string | ContentBlock[]): void
+  /** One settlement per activation, in order; ends once the child is disposed. */
+  readonly settlements: AsyncIterable<Settlement>
+  /** Cancels a running activation (it settles `aborted`), drops queued messages, removes the child. Idempotent. */
+  dispose(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 /** The runners of the `worker` and `process` transports and of a node. */

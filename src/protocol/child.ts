@@ -2,12 +2,13 @@
 import { arrayOf, boolean, closed, count, object, string, type Wire } from './schema.js'
 import { SessionEvent, SessionHeader } from './session.js'
 
+// Checked on the host by parent/options.ts (AGENT_OPTION_RULES), which says the same.
 export const AgentOptions = closed(
   {
     /** Name of the registered model (host or agent module) the agent talks to. */
-    provider: string,
+    provider: { type: 'string', minLength: 1 },
     /** Model id passed in each request. */
-    model: string,
+    model: { type: 'string', minLength: 1 },
     maxTokens: { type: 'integer', minimum: 1 },
     subagentDepth: count,
   },
@@ -18,7 +19,7 @@ export type AgentOptions = Wire<typeof AgentOptions>
 export const ToolFilter = closed({ allow: arrayOf(string), deny: arrayOf(string) }, ['allow', 'deny'])
 export type ToolFilter = Wire<typeof ToolFilter>
 
-export const ChildDescriptor = closed({ mode: { const: 'one-shot' }, provider: string, label: string }, ['label'])
+export const ChildDescriptor = closed({ mode: { enum: ['one-shot', 'continuable'] }, provider: string, label: string }, ['label'])
 export type ChildDescriptor = Wire<typeof ChildDescriptor>
 
 export const ChildSpec = closed(
@@ -40,7 +41,7 @@ export type ChildSpec = Wire<typeof ChildSpec>
 
 /** What a runner needs to offer a host-placed tool to its child as if it were local. */
 export const RemoteToolDescriptor = closed(
-  { name: string, description: string, parameters: object, needsApproval: boolean, concurrencySafe: boolean },
-  ['needsApproval', 'concurrencySafe'],
+  { name: string, description: string, parameters: object, needsApproval: boolean, concurrencySafe: boolean, guidance: string },
+  ['needsApproval', 'concurrencySafe', 'guidance'],
 )
 export type RemoteToolDescriptor = Wire<typeof RemoteToolDescriptor>

@@ -16,8 +16,10 @@ export function messageOf(error: unknown): string {
 }
 
 /**
- * Every code made here and the built-in class its errors extend: a caller's mistake in what it
- * passed is a TypeError, as before; anything else an Error. A code never changes once released.
+ * Every code and the built-in class its errors extend: a caller's mistake in what it passed is a
+ * TypeError, as before; anything else an Error. A code never changes once released. The codes
+ * under CLASS_CODES belong to a named class (its own constructor, its own fields); the rest are
+ * made by `subagentError`.
  */
 const KINDS = {
   ERR_SUBAGENT_VERSION: 'error',
@@ -29,33 +31,117 @@ const KINDS = {
   ERR_SUBAGENT_MODULE_LOAD: 'error',
   ERR_SUBAGENT_SESSION_ID: 'type',
   ERR_SUBAGENT_STORE: 'error',
+  /** A public function or constructor given an argument of the wrong shape (a config, options, a listener). */
+  ERR_SUBAGENT_ARGUMENT: 'type',
+  /** A subagent start request, or the parent view it names, of the wrong shape. */
+  ERR_SUBAGENT_REQUEST: 'type',
+  /** AgentOptions (provider, model, maxTokens, subagentDepth) with a wrong value. */
+  ERR_SUBAGENT_AGENT_OPTIONS: 'type',
+  /** A session header (given to createAgent, or persisted) with a wrong field. */
+  ERR_SUBAGENT_HEADER: 'type',
+  /** An agent module hook returned something that is not a plain tool result. */
+  ERR_SUBAGENT_HOOK_RESULT: 'type',
+  /** A provider asked for a feature its capabilities do not have. */
+  ERR_SUBAGENT_CAPABILITY: 'type',
+  /** A start aborted before its child was published. */
+  ERR_SUBAGENT_ABORTED: 'error',
+  /** A turn asked of an agent already disposed. */
+  ERR_SUBAGENT_DISPOSED: 'error',
+  /** Releasing a finished subagent (its dispose) failed. */
+  ERR_SUBAGENT_RELEASE: 'error',
+  /** The host refused a model request beyond the child's limits. */
+  ERR_SUBAGENT_LIMIT: 'error',
+  /** Every runner slot and the start queue are full. */
+  ERR_SUBAGENT_POOL_FULL: 'error',
+  /** A child ended while a call of it was still running. */
+  ERR_SUBAGENT_CHILD_ENDED: 'error',
+  /** A call on an RPC end already closed. */
+  ERR_SUBAGENT_CHANNEL_CLOSED: 'error',
+  /** A model endpoint silent past its window: the abort reason of the request it ends. */
+  ERR_SUBAGENT_SILENT: 'error',
+  /** A model (or an AI SDK model) streamed something malformed, or its stream failed or ended early. */
+  ERR_SUBAGENT_MODEL_STREAM: 'error',
+  /** A ScriptedModel asked for more responses than its script has. */
+  ERR_SUBAGENT_SCRIPT_EXHAUSTED: 'error',
+  /** A conversation the AI SDK prompt cannot express. */
+  ERR_SUBAGENT_PROMPT: 'error',
+  /** A delegation tool that finished without a child (a provider that never started one). */
+  ERR_SUBAGENT_NO_CHILD: 'error',
+  /** A runner entry loaded outside the thread or process the host starts. */
+  ERR_SUBAGENT_ENTRY: 'error',
+  /** A command that needs an optional peer package which is not installed. */
+  ERR_SUBAGENT_PEER_MISSING: 'error',
+  /** A remote link (host to node) that ended, or was let go, before it was done. */
+  ERR_SUBAGENT_LINK_ENDED: 'error',
+  /** Something a broker delivered (an envelope, a job) that is not of our shape. */
+  ERR_SUBAGENT_REMOTE_SHAPE: 'error',
+  /** Redis could not be reached, or did not answer in time. */
+  ERR_SUBAGENT_UNREACHABLE: 'error',
+  /** One remote transport given to a second host. */
+  ERR_SUBAGENT_TRANSPORT_REUSED: 'error',
+  /** The node that took a child stopped before building it. */
+  ERR_SUBAGENT_NODE_LOST: 'error',
+  /** A node asked for an agent module it does not serve. */
+  ERR_SUBAGENT_MODULE_NOT_SERVED: 'error',
+  // the named classes
+  ERR_SUBAGENT_OPTION: 'type',
+  ERR_SUBAGENT_SCHEMA: 'type',
+  ERR_SUBAGENT_DEPTH: 'error',
+  ERR_SUBAGENT_PROTOCOL: 'error',
+  ERR_SUBAGENT_SESSION_LIVE: 'error',
+  ERR_SUBAGENT_MODEL_ENDPOINT: 'error',
+  ERR_SUBAGENT_RUNNER_LOST: 'error',
+  /** A continuable child asked for something it cannot take (an outputSchema). */
+  ERR_SUBAGENT_CONTINUABLE: 'type',
 } as const satisfies Record<`ERR_SUBAGENT_${string}`, 'error' | 'type'>
 
 export type SubagentErrorCode = keyof typeof KINDS
 
-// The name stays the built-in's ("Error", "TypeError"): texts and wire errors read as before.
-export class SubagentError extends Error {
-  constructor(
-    readonly code: SubagentErrorCode,
-    message: string,
-    options?: ErrorOptions,
-  ) {
+/** The codes a named class owns: InvalidOptionError, UnsupportedSchemaError, SubagentDepthError, ProtocolError, SessionLiveError, ModelEndpointError, RunnerLostError. */
+type ClassCode =
+  | 'ERR_SUBAGENT_OPTION'
+  | 'ERR_SUBAGENT_SCHEMA'
+  | 'ERR_SUBAGENT_DEPTH'
+  | 'ERR_SUBAGENT_PROTOCOL'
+  | 'ERR_SUBAGENT_SESSION_LIVE'
+  | 'ERR_SUBAGENT_MODEL_ENDPOINT'
+  | 'ERR_SUBAGENT_RUNNER_LOST'
+
+/** The codes the factory makes; a class's code comes only with its class, so `instanceof` and `code` agree. */
+export type FactoryCode = Exclude<SubagentErrorCode, ClassCode>
+
+/**
+ * The base of every error the library makes. Its name stays the built-in's ("Error",
+ * "TypeError") unless a named class sets its own: texts and wire errors read as before.
+ */
+export class SubagentError<C extends SubagentErrorCode = SubagentErrorCode> extends Error {
+  readonly code: C
+
+  constructor(code: C, message: string, options?: ErrorOptions) {
     super(message, options)
+    this.code = code
+  }
+
+  // A TypeError kind cannot extend this class (a caller's `instanceof TypeError` must hold), so
+  // `instanceof SubagentError` also accepts SubagentTypeError's; a subclass keeps the plain check.
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    const object = value as object
+    return this.prototype.isPrototypeOf(object) || (this === SubagentError && SubagentTypeError.prototype.isPrototypeOf(object))
   }
 }
 
-export class SubagentTypeError extends TypeError {
-  constructor(
-    readonly code: SubagentErrorCode,
-    message: string,
-    options?: ErrorOptions,
-  ) {
+/** The base of the TypeError kinds: `instanceof TypeError` and `instanceof SubagentError` both hold. */
+export class SubagentTypeError<C extends SubagentErrorCode = SubagentErrorCode> extends TypeError {
+  readonly code: C
+
+  constructor(code: C, message: string, options?: ErrorOptions) {
     super(message, options)
+    this.code = code
   }
 }
 
 /** The one factory: the code says which class the error is. */
-export function subagentError(code: SubagentErrorCode, message: string, options?: ErrorOptions): SubagentError | SubagentTypeError {
+export function subagentError(code: FactoryCode, message: string, options?: ErrorOptions): SubagentError | SubagentTypeError {
   return KINDS[code] === 'type' ? new SubagentTypeError(code, message, options) : new SubagentError(code, message, options)
 }
 

@@ -8,7 +8,7 @@
  *   opening     runner → host `hello` {v}; host → runner `welcome` {v, config} first of all.
  *               Either side refuses a version it does not speak. The runner then loads the agent
  *               module and says `ready`.
- *   a child     host: create → publish (or, for a moved child, continue); abort; drop (let go of a child that is not running, or
+ *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a settlement notice); drop (let go of a child that is not running, or
  *               that broke the protocol); rpc replies.
  *               runner: created | create-failed; events; rpc calls; idle (the one-shot turn is
  *               over and the runner let the child go); dropped (after a drop); failed; ended
@@ -22,6 +22,7 @@
 import { ChildSpec, RemoteToolDescriptor } from './child.js'
 import { contentBlocks, type ContentBlockSchema } from './content.js'
 import { WireError } from './error.js'
+import { NoticeFields } from './notice.js'
 import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
 import { anything, arrayOf, boolean, closed, count, ref, string, union, variant, type Wire } from './schema.js'
 import { KnownSessionEvent, type KnownSessionEventSchema } from './session.js'
@@ -29,7 +30,7 @@ import type { StreamChunkSchema } from './stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 7
+export const PROTOCOL_VERSION = 8
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -60,6 +61,8 @@ export const HostMessage = {
     /** A moved child, rebuilt from the host's copy of its session: go on with its open turn (`concluded`: a tool already concluded it). */
     variant('continue', { child, concluded: boolean }),
     variant('abort', { child, reason: anything }, ['reason']),
+    /** A settlement notice for the child, a parent of continuable children: its next step records it (CONTRACT.md §13). */
+    variant('notify', { child, ...NoticeFields }),
     /** Let go of a child: not yet running, or one the host gave up on. */
     variant('drop', { child }),
     RpcChunks,

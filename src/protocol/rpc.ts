@@ -15,6 +15,7 @@ import { anything, boolean, closed, object, ref, string, variant, type JSONSchem
 import { StreamChunk, type StreamChunkSchema } from './stream.js'
 import { ProtocolError, validator, type Validator } from './validate.js'
 import { cloneableReason } from './values.js'
+import { subagentError } from './errors.js'
 
 export const ModelCall = closed({ provider: string, request: ModelRequestData })
 export type ModelCall = Wire<typeof ModelCall, [ContentBlockSchema]>
@@ -124,7 +125,7 @@ export class RpcClient {
   close(why: string): void {
     if (this.#closed) return
     let error: Error | undefined
-    this.#closed = () => (error ??= new Error(why))
+    this.#closed = () => (error ??= subagentError('ERR_SUBAGENT_CHANNEL_CLOSED', why))
     for (const pending of this.#pending.values()) pending.reject(this.#closed())
     this.#pending.clear()
   }

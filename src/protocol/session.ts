@@ -78,7 +78,7 @@ export const KnownSessionEvent = {
     event('assistant/chunk', closed({ chunk: closed({ type: { const: 'text-delta' }, text: string }) })),
     event('assistant/message', closed({ content: contentBlocks, usage: Usage }, ['usage'])),
     event('tool/result', ToolResultData),
-    event('subagent/descriptor', closed({ mode: { const: 'one-shot' }, provider: string, label: string }, ['label'])),
+    event('subagent/descriptor', closed({ mode: { enum: ['one-shot', 'continuable'] }, provider: string, label: string }, ['label'])),
     event('turn/end', closed({ reason: TurnEndReason })),
     /** The host rebuilt the child on another runner (CONTRACT.md §8); only the host records it, never a runner. */
     event('child/moved', closed({ reason: string })),

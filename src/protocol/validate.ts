@@ -3,6 +3,7 @@
  * compiled on first use, then reused. A shape used in many places is shared: registered once by
  * its `$id` (by the module that defines it), compiled once, and referenced from the others.
  */
+import { SubagentError } from './errors.js'
 import { Ajv, type ValidateFunction } from 'ajv'
 
 // strictRequired is off: a discriminated oneOf lists its tag as required at its root by design.
@@ -15,9 +16,12 @@ export function share(...schemas: Array<{ $id: string }>): void {
   ajv.addSchema(schemas)
 }
 
-export class ProtocolError extends Error {
+export class ProtocolError extends SubagentError<'ERR_SUBAGENT_PROTOCOL'> {
   override name = 'ProtocolError'
-  readonly code = 'ERR_SUBAGENT_PROTOCOL'
+
+  constructor(message: string) {
+    super('ERR_SUBAGENT_PROTOCOL', message)
+  }
 }
 
 export interface Validator<T> {

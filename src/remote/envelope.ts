@@ -19,7 +19,7 @@ export function encode(from: string, frame: unknown[]): Buffer {
 export function decode(bytes: Buffer): { from: string; frame: unknown } | Error {
   try {
     const envelope: unknown = deserialize(bytes)
-    if (!Array.isArray(envelope) || envelope.length !== 2 || typeof envelope[0] !== 'string') return new Error('not a [sender, frame] envelope')
+    if (!Array.isArray(envelope) || envelope.length !== 2 || typeof envelope[0] !== 'string') return subagentError('ERR_SUBAGENT_REMOTE_SHAPE', 'not a [sender, frame] envelope')
     return { from: envelope[0], frame: envelope[1] }
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error))
@@ -58,7 +58,7 @@ export function childJob(host: string, child: string): ChildJob {
 export function readJob(data: unknown): { host: string; child: string } | Error {
   const v = typeof data === 'object' && data !== null ? (data as { v?: unknown }).v : undefined
   if (v !== undefined && v !== PROTOCOL_VERSION) return subagentError('ERR_SUBAGENT_VERSION', versionMismatchText('the job', v, 'this node', PROTOCOL_VERSION, false))
-  if (!isChildJob(data)) return new Error(`the job is not a subagent-worker child job: ${isChildJob.explain(data, 'job')}`)
+  if (!isChildJob(data)) return subagentError('ERR_SUBAGENT_REMOTE_SHAPE', `the job is not a subagent-worker child job: ${isChildJob.explain(data, 'job')}`)
   return { host: data.host, child: data.child }
 }
 

@@ -13,7 +13,7 @@ import type { Fault } from '../parent/runners/channel.js'
 import type { Mark, SilenceJudge } from '../parent/runners/liveness.js'
 import type { HostEnd, RelayedChild } from './relayed-child.js'
 import type { CreateMessage, TakeMessage } from './envelope.js'
-import { versionMismatchText } from '../protocol/errors.js'
+import { subagentError, versionMismatchText } from '../protocol/errors.js'
 
 /** What a node says to a host: a runner's messages, and its takes. */
 export type NodeMessage = RunnerMessage | TakeMessage
@@ -137,8 +137,8 @@ export class HostLink implements HostEnd {
   close(why: string): void {
     if (this.#ended) return
     this.#ended = true
-    this.#refused(new Error(`the link to host ${this.host} ended before it welcomed ${this.label}: ${why}`))
-    this.#stop.abort(new Error(`the link to host ${this.host} ended: ${why}`))
+    this.#refused(subagentError('ERR_SUBAGENT_LINK_ENDED', `the link to host ${this.host} ended before it welcomed ${this.label}: ${why}`))
+    this.#stop.abort(subagentError('ERR_SUBAGENT_LINK_ENDED', `the link to host ${this.host} ended: ${why}`))
     this.#outbox.close()
     for (const taking of this.#taking.values()) taking.answer(undefined)
     this.#taking.clear()
@@ -184,7 +184,7 @@ export class HostLink implements HostEnd {
     const taking = this.#taking.get(child)!
     this.#taking.delete(child)
     if (!taking.given) return taking.answer(undefined)
-    taking.stop.abort(new Error('the host let go of the child'))
+    taking.stop.abort(subagentError('ERR_SUBAGENT_LINK_ENDED', 'the host let go of the child'))
     this.#outbox.push({ type: 'dropped', child })
   }
 

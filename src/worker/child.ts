@@ -83,6 +83,9 @@ export class RunnerChild {
       case 'abort':
         this.#composed?.agent.cancel(message.reason)
         return
+      case 'notify':
+        this.#composed?.agent.notify(message.text, message.source)
+        return
       case 'drop':
         // Also for a running child the host gave up on (it broke the protocol): stop it, say so.
         this.#send({ type: 'dropped', child: this.id })

@@ -6,8 +6,9 @@
  * loop never hears that: the host's reaper (src/parent/runners/endpoints/reaper.ts) kills it instead.
  */
 import { Runner } from './runner.js'
+import { subagentError } from '../protocol/errors.js'
 
-if (!process.send) throw new Error("subagent-worker's process entry runs only in a child process started by the host")
+if (!process.send) throw subagentError('ERR_SUBAGENT_ENTRY', "subagent-worker's process entry runs only in a child process started by the host")
 
 // Writes handed to the pipe and not yet written: module code waits for them (see Runner).
 let pending = 0

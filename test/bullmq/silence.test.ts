@@ -120,8 +120,8 @@ describe.skipIf(!BULLMQ)('a node judged silent, or not', { timeout: 120_000 }, (
     const settledMs = performance.now() - stoppedAt
     expect(result.stopReason).toBe('error')
     expect(result.diagnostic).toMatch(new RegExp(`^node ${n.id} stopped answering for \\d+ ms \\(it was killed or cut off from Redis\\), so its children were given up$`))
-    // The silence the verdict names is the host's listening time, not the hold.
-    expect(Number(/for (\d+) ms/.exec(result.diagnostic ?? '')![1])).toBeGreaterThan(NODE_SILENCE_MS)
+    // The silence the verdict names is the host's listening time, not the hold; it is rounded, so it may equal the limit.
+    expect(Number(/for (\d+) ms/.exec(result.diagnostic ?? '')![1])).toBeGreaterThanOrEqual(NODE_SILENCE_MS)
     await run.dispose()
     // Reported, not asserted: the bound is nodeSilenceMs + one beat, plus the time the host's loop was held.
     console.log(`a SIGSTOPped node's child settled ${Math.round(settledMs)} ms after the stop (nodeSilenceMs ${NODE_SILENCE_MS}, host held ${HOLD_MS} ms)`)

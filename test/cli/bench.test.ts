@@ -232,8 +232,9 @@ describe.concurrent('bench runs', () => {
     expect(o3.extra.messagesHeard).toBeGreaterThan(0)
   }, TEST_MS)
 
-  // About 20 s: a batch streams for its ideal 2 s whatever its size, and the quick plan runs one
-  // warm-up (every host at once) and one round of six batches. The margin is for a loaded machine.
+  // About 5 s: a batch streams for its ideal 500 ms whatever its size (the quick plan's 25 chunks
+  // at 20 ms), and the quick plan runs one warm-up (every host at once) and one round of six
+  // batches. The margin is for a loaded machine.
   it('bench --quick --only S9 runs the streaming fan-in and reports both placements on every transport with every goal and secondary figure', async () => {
     const file = join(dir, 'stream.json')
     const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S9', '--no-remote', '--json', file], {
@@ -264,8 +265,8 @@ describe.concurrent('bench runs', () => {
           worker: expect.objectContaining(summary),
           process: expect.objectContaining(summary),
           processRatio: { inline: expect.any(Number), worker: expect.any(Number) },
-          reference: { label: 'ideal', value: 2000 },
-          setup: expect.objectContaining({ children: expect.any(Number), chunksPerChild: 100, intervalMs: 20, pool: expect.objectContaining({ minThreads: 3, maxThreads: 3 }) }),
+          reference: { label: 'ideal', value: 500 },
+          setup: expect.objectContaining({ children: expect.any(Number), chunksPerChild: 25, intervalMs: 20, pool: expect.objectContaining({ minThreads: 3, maxThreads: 3 }) }),
           goals: [expect.objectContaining(goal), expect.objectContaining(goal), expect.objectContaining(goal)],
           met: expect.any(Boolean),
           extra: expect.objectContaining({
@@ -276,7 +277,7 @@ describe.concurrent('bench runs', () => {
         }),
       )
       const [wall, loop, cpu] = row.goals
-      expect(wall.figure).toBeCloseTo(row.worker.median / 2000, 6)
+      expect(wall.figure).toBeCloseTo(row.worker.median / 500, 6)
       expect(loop.figure).toBe(row.extra.eventLoopDelayMs.p99.worker.median)
       expect(cpu.figure).toBeCloseTo(row.extra.cpuUsPerChunk.worker.median / row.extra.cpuUsPerChunk.inline.median, 6)
       expect(row.met).toBe(row.goals.every((g: { met: boolean }) => g.met))

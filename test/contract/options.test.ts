@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { fileURLToPath } from 'node:url'
-import { createHost, InvalidOptionError, textResponse, type HostOptions } from 'subagent-worker'
+import { createHost, createSubagentTool, InvalidOptionError, textResponse, type AgentOptions, type HostOptions } from 'subagent-worker'
 import { CONTRACT_MODULE, closeHosts, ISOLATIONS, setup } from '../support/harness.js'
 
 const BROKEN_MODULE = fileURLToPath(new URL('../fixtures/broken-module.mjs', import.meta.url))
@@ -87,5 +87,78 @@ describe('host options: the process transport', () => {
     expect(() => createHost({ isolation: 'process', pool: { resourceLimits: { stackSizeMb: 4 } } })).toThrow(
       "pool.resourceLimits.stackSizeMb must be left out with isolation: 'process' (a child process caps only its heap: maxOldGenerationSizeMb, maxYoungGenerationSizeMb), not 4",
     )
+  })
+})
+
+/**
+ * AgentOptions have one check (provider, model, maxTokens, subagentDepth) that createAgent,
+ * resumeAgent, a start request and the subagent tool's config all use. It runs before any
+ * transport is involved, so one isolation shows it.
+ */
+describe('agent options: one check at every entry', () => {
+  const refusals: Array<[string, unknown, (what: string) => string]> = [
+    ['an empty provider', { provider: '' }, (what) => `${what}.provider must be the name a model is registered under (a non-empty string), not ""`],
+    ['a numeric provider', { provider: 42 }, (what) => `${what}.provider must be the name a model is registered under (a non-empty string), not 42`],
+    ['an empty model', { model: '' }, (what) => `${what}.model must be a non-empty string (the model id sent with each request), not ""`],
+    ['a zero maxTokens', { maxTokens: 0 }, (what) => `${what}.maxTokens must be a positive safe integer, not 0`],
+    ['a fractional maxTokens', { maxTokens: 1.5 }, (what) => `${what}.maxTokens must be a positive safe integer, not 1.5`],
+    ['a negative subagentDepth', { subagentDepth: -1 }, () => 'agent subagentDepth must be a non-negative safe integer'],
+    ['a string', 'fast', (what) => `${what} must be an object like { provider?, model?, maxTokens? }, not "fast"`],
+    ['an array', [], (what) => `${what} must be an object like { provider?, model?, maxTokens? }, not []`],
+  ]
+
+  const expectRefused = (error: unknown, message: string) => {
+    expect(error).toBeInstanceOf(TypeError)
+    expect(error).toMatchObject({ name: 'TypeError', code: 'ERR_SUBAGENT_AGENT_OPTIONS', message })
+  }
+
+  const thrown = (act: () => unknown): unknown => {
+    try {
+      act()
+    } catch (error) {
+      return error
+    }
+    throw new Error('nothing was refused')
+  }
+
+  it.each(refusals)('createAgent refuses %s', (_label, options, message) => {
+    const fx = setup('inline')
+    expectRefused(thrown(() => fx.host.createAgent({ options: options as AgentOptions })), message('agent options'))
+    expect(fx.host.agents.list().map((agent) => agent.id)).toEqual([fx.parent.id])
+  })
+
+  it.each(refusals)('resumeAgent refuses %s, before it reads the store', async (_label, options, message) => {
+    const fx = setup('inline')
+    // No such session: a refusal that came after the read would say so instead.
+    const error = await fx.host.resumeAgent('never-stored', options as AgentOptions).then(
+      () => undefined,
+      (reason: unknown) => reason,
+    )
+    expectRefused(error, message('resume options'))
+  })
+
+  it.each(refusals)('a start request refuses %s as its agentOptions', async (_label, options, message) => {
+    const fx = setup('inline', [textResponse('never')])
+    const error = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, agentOptions: options as AgentOptions }).then(
+      () => undefined,
+      (reason: unknown) => reason,
+    )
+    expectRefused(error, message('agentOptions'))
+    expect(fx.model.requests).toHaveLength(0)
+  })
+
+  it.each(refusals)('the subagent tool refuses %s in its config, when it is made', (_label, options, message) => {
+    const fx = setup('inline')
+    expectRefused(thrown(() => createSubagentTool(fx.host, { provider: 'spawn', agentOptions: options as AgentOptions })), message('subagent tool config.agentOptions'))
+  })
+
+  it("a child's options, inherited from its parent, pass the same check", async () => {
+    const fx = setup('inline', [textResponse('never')])
+    const parent = { id: 'foreign', options: { provider: '' }, session: { header: { type: 'session' as const, id: 'foreign', createdAt: new Date(0).toISOString() }, events: [] } }
+    const error = await fx.host.spawn.start({ prompt: 'hi', parent }).then(
+      () => undefined,
+      (reason: unknown) => reason,
+    )
+    expectRefused(error, `the child's options (inherited from the parent unless agentOptions overrides them).provider must be the name a model is registered under (a non-empty string), not ""`)
   })
 })

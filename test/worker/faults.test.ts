@@ -5,30 +5,23 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
+import { eventOf } from '../support/driver-helpers.js'
 import { POOLED } from '../support/harness.js'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
-import { defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type Host, type HostOptions, type ScriptEntry } from 'subagent-worker'
+import { defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type HostOptions, type ScriptEntry, type SubagentRun } from 'subagent-worker'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
 
 const signal = () => new AbortController().signal
 
-async function until(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
-
 /**
  * Resolves once the host holds the `assistant/message` asking for the child's tool call. A
  * module tool runs only once everything its child recorded before has been sent, in the same
  * turn as that send (src/worker/flushing.ts): by then the tool is running, spinning or burning.
  */
-function untilToolRuns(host: Host, id: string): Promise<void> {
-  return until(() => host.agents.get(id)!.session.events.some((e) => e.type === 'assistant/message'))
+async function untilToolRuns(run: SubagentRun): Promise<void> {
+  await eventOf(run, 'assistant/message')
 }
 
 describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
@@ -40,7 +33,7 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     const { host, parent } = workerHost([toolCallResponse('c1', 'spin', {}, 'spinning now')])
     const controller = new AbortController()
     const run = await host.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
-    await untilToolRuns(host, run.id)
+    await untilToolRuns(run)
     const aborted = performance.now()
     controller.abort()
     const result = await run.result
@@ -60,7 +53,7 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     const { host, parent, store } = workerHost([toolCallResponse('c1', 'spin', {})])
     const controller = new AbortController()
     const run = await host.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
-    await untilToolRuns(host, run.id)
+    await untilToolRuns(run)
     controller.abort()
     const { diagnostic } = await run.result
     const mirrored = [...host.agents.get(run.id)!.session.events]
@@ -131,15 +124,16 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
   })
 
   it('with childrenPerWorker > 1, terminating a stuck child moves a sibling waiting on the host to another runner, saying why', async () => {
-    const { host, parent, model } = workerHost(['hang', toolCallResponse('c1', 'spin', {}), textResponse('after the move')], {
+    const { host, parent } = workerHost(['hang', toolCallResponse('c1', 'spin', {}), textResponse('after the move')], {
       pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 },
     })
     // The sibling first: once the other child spins, the shared thread cannot build anything.
     const sibling = await host.spawn.start({ prompt: 'wait', parent, signal: signal() })
-    await until(() => model.requests.length === 1)
+    // Its model request streamed 'partial' and holds.
+    await eventOf(sibling, 'assistant/chunk')
     const stuck = new AbortController()
     const spinning = await host.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
-    await untilToolRuns(host, spinning.id)
+    await untilToolRuns(spinning)
     stuck.abort()
     const [stuckResult, siblingResult] = await Promise.all([spinning.result, sibling.result])
     expect(stuckResult.stopReason).toBe('aborted')
@@ -158,7 +152,8 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
         { id: 'x', name: 'exit', args: { code: 9 } },
       ]),
     ])
-    let seen: AbortSignal | undefined
+    let release = () => {}
+    const released = new Promise<void>((resolve) => (release = resolve))
     host.tools.register(
       defineTool({
         name: 'host_wait',
@@ -166,15 +161,21 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
         parameters: { type: 'object', properties: {} },
         execute: (_args, exec) =>
           new Promise((resolve) => {
-            seen = exec.signal
-            exec.signal.addEventListener('abort', () => resolve('released'), { once: true })
+            exec.signal.addEventListener(
+              'abort',
+              () => {
+                release()
+                resolve('released')
+              },
+              { once: true },
+            )
           }),
       }),
     )
     const run = await host.spawn.start({ prompt: 'go', parent, signal: signal() })
     const result = await run.result
     expect(result.diagnostic).toMatch(/exited with code 9/)
-    await until(() => seen?.aborted === true)
+    await released
     await run.dispose()
   })
 
@@ -186,7 +187,7 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     const first = await host.spawn.start({ prompt: 'one', parent, signal: signal() })
     await first.result // its task ended: the thread is free for the next child
     const second = await host.spawn.start({ prompt: 'two', parent, signal: signal() })
-    await untilToolRuns(host, second.id) // the second child is burning CPU on that thread
+    await untilToolRuns(second) // the second child is burning CPU on that thread
     await first.dispose()
     expect(await second.result).toEqual({ output: [{ type: 'text', text: 'second done' }], usage: { inputTokens: 0, outputTokens: 6 }, totalUsage: { inputTokens: 0, outputTokens: 6 }, stopReason: 'completed' })
     await second.dispose()
@@ -219,7 +220,7 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     const { host, parent } = workerHost([])
     const controller = new AbortController()
     const run = await host.spawn.start({ prompt: 'x', parent, signal: controller.signal, agentOptions: { provider: 'stream-then-spin' } })
-    await until(() => host.agents.get(run.id)!.session.events.some((e) => e.type === 'assistant/chunk'))
+    await eventOf(run, 'assistant/chunk')
     controller.abort()
     const result = await run.result
     expect(result.stopReason).toBe('aborted')

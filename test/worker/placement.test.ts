@@ -4,6 +4,7 @@
  * process exit after close().
  */
 import { execFile } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { threadId } from 'node:worker_threads'
@@ -126,8 +127,13 @@ describe.each(POOLED)('%s transport: scale and shutdown', (isolation) => {
 
   it('after close() no runner, port or timer keeps the process alive, and no process it started is left', async () => {
     const script = fileURLToPath(new URL('../fixtures/close-exits.mjs', import.meta.url))
+    // execFile settles once the fixture's stdout and stderr are closed by every process holding
+    // them (runners inherit its stdout, the reaper its stderr): the moment they all exited.
     const { stdout } = await promisify(execFile)(process.execPath, [script, isolation], { timeout: 45_000 })
-    expect(stdout.trim()).toBe('closed aborted\nprocesses left: 0')
+    const [closed, listed] = stdout.trim().split('\n')
+    expect(closed).toBe('closed aborted')
+    const pids = /^still running after close:([\d ]*)$/.exec(listed ?? '')![1]!.split(' ').filter(Boolean).map(Number)
+    expect(pids.filter(running)).toEqual([])
   })
 
   it('nested delegations cannot deadlock the pool: each depth has slots of its own', async () => {
@@ -160,3 +166,19 @@ describe.each(POOLED)('%s transport: scale and shutdown', (isolation) => {
   })
 })
 
+
+/** Whether a process runs (a zombie, exited and not yet reaped, does not); without /proc, whether it exists. */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ENOENT' || existsSync('/proc/self/stat')) return false
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
+}

@@ -1,6 +1,6 @@
 /** The `bench` command's flags: parsed strictly (node:util parseArgs), because a typo must not silently run (or skip) minutes of benchmarks. */
 import { parseArgs } from 'node:util'
-import { UsageError } from '../usage.js'
+import { UsageError } from '../terminal/failure.js'
 
 export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m', 'S10', 'G2', 'G3', 'O3', 'O9'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]

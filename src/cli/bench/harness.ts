@@ -81,9 +81,12 @@ export function benchHost(variant: Variant, setup: HostSetup = {}): BenchHost {
   return { host, parent, mode, variant, nodePids }
 }
 
-/** Another parent on the same host whose children use `provider`: S9 runs both model placements on one host. */
-export function withProvider(bench: BenchHost, provider: string): BenchHost {
-  return { ...bench, parent: bench.host.createAgent({ options: { provider, model: 'scripted' } }) }
+/**
+ * Another parent on the same host whose children use `provider` (and `model`, the id a module
+ * model reads its parameters from): S9 runs both model placements on one host.
+ */
+export function withProvider(bench: BenchHost, provider: string, model = 'scripted'): BenchHost {
+  return { ...bench, parent: bench.host.createAgent({ options: { provider, model } }) }
 }
 
 /**

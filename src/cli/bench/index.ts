@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
-import { styleFor } from '../format.js'
+import { styleFor } from '../terminal/format.js'
 import { BENCH_USAGE, parseBenchArgs, type BenchArgs } from './args.js'
 import { createBullmqFloor } from './bullmq-floor.js'
 import { createChannelFloor } from './channel-floor.js'

@@ -6,7 +6,7 @@
  * It imports nothing outside this package, so a child process reads it under the default sandbox.
  */
 import { defineAgentModule, defineTool, ScriptedModel, textResponse, type Model, type StreamChunk } from '../../index.js'
-import { STREAM_MODEL, streamEntry } from './stream-script.js'
+import { shapeOf, STREAM_MODEL, streamEntry } from './stream-script.js'
 import { work } from './work.js'
 
 const none = { type: 'object', properties: {} }
@@ -22,9 +22,12 @@ const echo: Model = {
   },
 }
 
-/** S9's module model: the paced stream, played by a fresh ScriptedModel per request for the same reason. */
+/**
+ * S9's module model: the paced stream whose shape the child's model id names (stream-script.ts),
+ * played by a fresh ScriptedModel per request for the same reason.
+ */
 const stream: Model = {
-  stream: (request) => new ScriptedModel([streamEntry()]).stream(request),
+  stream: (request) => new ScriptedModel([streamEntry(shapeOf(request.model))]).stream(request),
 }
 
 /** Held before answering: long enough for a batch started at once to be placed before any child of it ends. */

@@ -1,9 +1,11 @@
 /**
  * How much each scenario measures. The full plan is what BENCHMARKS.md reports; `--quick` is for
- * a look in under a minute, every column included: the same per-step latency, CPU burn and
- * stream, but fewer samples and rounds, and fewer children where their number is the cost (S4,
- * S5, S7, S9), so its figures are noisier and the crowded scenarios less crowded.
+ * a look in under a minute, every column included: the same per-step latency and CPU burn, but
+ * fewer samples and rounds, fewer children where their number is the cost (S4, S5, S7, S9) and a
+ * shorter stream at the same pace (S9, O9), so its figures are noisier and the crowded scenarios
+ * less crowded.
  */
+import type { StreamShape } from './stream-script.js'
 
 export interface Plan {
   /** S1, S2 and the floor's latency: one delegation at a time, inline and worker alternating in batches. */
@@ -18,8 +20,8 @@ export interface Plan {
   memory: { children: number; rounds: number }
   /** S8: spinning children cancelled; `graceMs` is the host's abortGraceMs. */
   abort: { rounds: number; graceMs: number }
-  /** S9: `children` started at once, each streaming the fixed script of stream-script.ts, on a pool of `threads`. */
-  stream: { children: number; threads: number; rounds: number }
+  /** S9 and O9: `children` started at once, each streaming `chunks` chunks one every `intervalMs` (stream-script.ts), on a pool of `threads`. */
+  stream: StreamShape & { children: number; threads: number; rounds: number }
   /** S10: fresh hosts, one per transport a round, each timed to its first child's result. */
   coldStart: { rounds: number }
   /**
@@ -36,21 +38,21 @@ export const FULL_PLAN: Plan = {
   cpu: { children: 32, burnMs: 50, rounds: 5 },
   memory: { children: 1000, rounds: 3 },
   abort: { rounds: 10, graceMs: 200 },
-  stream: { children: 1000, threads: 3, rounds: 3 },
+  stream: { children: 1000, threads: 3, rounds: 3, chunks: 100, intervalMs: 20 },
   coldStart: { rounds: 10 },
   ab: { rounds: 16 },
 }
 
 export const QUICK_PLAN: Plan = {
-  latency: { warmup: 50, samples: 100, batch: 50 },
-  throughput: { warmup: 100, total: 300, inFlight: 64, rounds: 2 },
+  latency: { warmup: 20, samples: 60, batch: 30 },
+  throughput: { warmup: 50, total: 200, inFlight: 64, rounds: 2 },
   // S3's 64 in flight, not 1,000 (so the remote column keeps S3's nodes): each delegation still waits its 2 × 20 ms.
-  io: { warmup: 100, total: 200, inFlight: 64, latencyMs: 20, rounds: 2 },
+  io: { warmup: 50, total: 150, inFlight: 64, latencyMs: 20, rounds: 2 },
   cpu: { children: 4, burnMs: 50, rounds: 2 },
   memory: { children: 100, rounds: 1 },
-  abort: { rounds: 2, graceMs: 200 },
-  // Fewer children, same stream (100 chunks at 20 ms): each batch still takes its ideal 2 s.
-  stream: { children: 50, threads: 3, rounds: 1 },
+  abort: { rounds: 1, graceMs: 200 },
+  // Fewer children, a quarter of the stream at the same pace: a batch's ideal is 500 ms, not 2 s.
+  stream: { children: 50, threads: 3, rounds: 1, chunks: 25, intervalMs: 20 },
   coldStart: { rounds: 2 },
   ab: { rounds: 8 },
 }

@@ -5,7 +5,7 @@
  * line with the figures they made the table too wide to read. The remote column, its floor and
  * its ratio are there only when the run measured them.
  */
-import { table, type Style } from '../format.js'
+import { table, type Style } from '../terminal/format.js'
 import { describeMachine } from './machine.js'
 import { NODES } from './remote.js'
 import { LOCAL_MODES, MODES, type BenchReport, type ByVariant, type Figure, type Goal, type Mode, type ScenarioResult, type Unit } from './types.js'

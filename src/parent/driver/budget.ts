@@ -15,6 +15,7 @@ import type { Model } from '../../agent/model.js'
 import type { ChildLimits, SessionEvent, Usage } from '../../protocol/session.js'
 import { narrowest } from './limits.js'
 import { MAX_TIMER_MS } from '../options.js'
+import { subagentError } from '../../protocol/errors.js'
 
 /** What a budget stops when a limit is reached: the agent's running turn, cancelled with the reason. */
 export interface BudgetOwner {
@@ -45,6 +46,8 @@ export class Budget {
   #reportedSteps = 0
   #servedSteps = 0
   #spent: LimitReason | undefined
+  /** The spent limit is this node's own deadline: a continuable child's next activation has a new one. */
+  #timedOut = false
   /** Whether any usage was counted for this node or a descendant: `totalUsage` is absent until then. */
   #counted = false
 
@@ -86,17 +89,40 @@ export class Budget {
 
   /** The agent runs from now: its deadline starts, and limits reached stop it through `owner`. */
   begin(owner: BudgetOwner, options: { unref?: boolean } = {}): void {
+    // Begun again (a continuable child's next activation): its deadline and step count start over,
+    // what it spent in tokens does not (CONTRACT.md §13).
+    clearTimeout(this.#timer)
+    this.#servedSteps = 0
     this.#owner = owner
     const { timeoutMs } = this.limits
     if (timeoutMs === undefined) return
     this.#deadline = performance.now() + timeoutMs
+    const timedOut = () => {
+      this.#timedOut = this.#spent === undefined
+      this.#exhaust(limitReason('timeoutMs', timeoutMs))
+    }
     // A timer fires at once beyond MAX_TIMER_MS: a longer deadline is waited for in parts.
     const arm = (ms: number) => {
-      this.#timer = setTimeout(() => (ms > MAX_TIMER_MS ? arm(ms - MAX_TIMER_MS) : this.#exhaust(limitReason('timeoutMs', timeoutMs))), Math.min(ms, MAX_TIMER_MS))
+      this.#timer = setTimeout(() => (ms > MAX_TIMER_MS ? arm(ms - MAX_TIMER_MS) : timedOut()), Math.min(ms, MAX_TIMER_MS))
       // A top-level agent's deadline must not hold the process open while it sits idle.
       if (options.unref) this.#timer.unref()
     }
     arm(timeoutMs)
+  }
+
+  /**
+   * Between a continuable child's activations: no deadline runs and nothing is stopped; the node
+   * stays in the tree. A deadline it had spent was the activation's, not the child's.
+   */
+  pause(): void {
+    if (this.#timedOut) {
+      this.#timedOut = false
+      this.#spent = undefined
+    }
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#deadline = undefined
+    this.#owner = undefined
   }
 
   /** The agent is done: nothing of it is stopped any more (what it spent still counts above it). */
@@ -219,7 +245,7 @@ export function meteredModel(model: Model, budget: Budget): Model {
   return {
     async *stream(request) {
       const refused = budget.admit()
-      if (refused) throw new Error(`the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
+      if (refused) throw subagentError('ERR_SUBAGENT_LIMIT', `the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
       let usage: Usage | undefined
       try {
         for await (const chunk of model.stream(request)) {

@@ -1,15 +1,15 @@
 /** Delegation depth (CONTRACT.md §1.3): the persisted header is authoritative; options may only deepen it. */
+import { SubagentError, subagentError } from '../../protocol/errors.js'
 import type { AgentView } from '../../agent/view.js'
 import { isNonNegativeSafeInteger as isDepth } from '../options.js'
 
-export class SubagentDepthError extends Error {
+export class SubagentDepthError extends SubagentError<'ERR_SUBAGENT_DEPTH'> {
   override name = 'SubagentDepthError'
-  readonly code = 'ERR_SUBAGENT_DEPTH'
   readonly attemptedDepth: number
   readonly maxDepth: number
 
   constructor(attemptedDepth: number, maxDepth: number) {
-    super(`subagent depth ${attemptedDepth} exceeds maxDepth ${maxDepth}`)
+    super('ERR_SUBAGENT_DEPTH', `subagent depth ${attemptedDepth} exceeds maxDepth ${maxDepth}`)
     this.attemptedDepth = attemptedDepth
     this.maxDepth = maxDepth
   }
@@ -17,15 +17,15 @@ export class SubagentDepthError extends Error {
 
 export function checkMaxDepth(maxDepth: unknown): number | undefined {
   if (maxDepth === undefined) return undefined
-  if (!isDepth(maxDepth)) throw new TypeError('subagent maxDepth must be a non-negative safe integer')
+  if (!isDepth(maxDepth)) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent maxDepth must be a non-negative safe integer')
   return maxDepth
 }
 
 function depthOf(agent: AgentView): number {
   const runtime = agent.options.subagentDepth
-  if (runtime !== undefined && !isDepth(runtime)) throw new TypeError('agent subagentDepth must be a non-negative safe integer')
+  if (runtime !== undefined && !isDepth(runtime)) throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', 'agent subagentDepth must be a non-negative safe integer')
   const stored = agent.session.header.delegationDepth
-  if (stored !== undefined && !isDepth(stored)) throw new TypeError('session header delegationDepth must be a non-negative safe integer')
+  if (stored !== undefined && !isDepth(stored)) throw subagentError('ERR_SUBAGENT_HEADER', 'session header delegationDepth must be a non-negative safe integer')
   return Math.max(stored ?? 0, runtime ?? 0)
 }
 

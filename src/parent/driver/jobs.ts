@@ -3,7 +3,7 @@
  * until its child settles, and is always disposed; its outcome is kept for `job_output`.
  */
 import { textOf } from '../../protocol/content.js'
-import { messageOf } from '../../protocol/errors.js'
+import { messageOf, subagentError } from '../../protocol/errors.js'
 import type { LimitName } from '../../agent/limit-stop.js'
 import type { SubagentRun } from '../types.js'
 
@@ -53,7 +53,7 @@ export function createJobRegistry(): JobRegistry & { killAll(): Promise<void>; e
   let next = 1
   const find = (id: string): Job => {
     const job = jobs.get(id)
-    if (!job) throw new Error(`unknown job "${id}"`)
+    if (!job) throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `unknown job "${id}": host.jobs.list() names the jobs this host knows`)
     return job
   }
   const snapshot = (info: JobInfo): JobInfo => ({ ...info })

@@ -1,7 +1,7 @@
 /** Lifecycle events (CONTRACT.md §7). Observers can never break a run: a throwing listener is reported as a process warning. */
 import type { SessionEvent, Usage } from '../../protocol/session.js'
-import type { SubagentResult } from '../types.js'
-import { messageOf } from '../../protocol/errors.js'
+import type { Settlement, SubagentResult } from '../types.js'
+import { messageOf, subagentError } from '../../protocol/errors.js'
 
 export interface SubagentStartEvent {
   runId: string
@@ -43,9 +43,11 @@ export interface LifecycleEvents {
   'subagent/start': SubagentStartEvent
   'subagent/end': SubagentEndEvent
   'subagent/event': SubagentEventInfo
+  /** A continuable child's activation ended (CONTRACT.md §13). */
+  'subagent/settled': Settlement
 }
 
-const EVENT_NAMES: ReadonlySet<string> = new Set<LifecycleEventName>(['subagent/start', 'subagent/end', 'subagent/event'])
+const EVENT_NAMES: ReadonlySet<string> = new Set<LifecycleEventName>(['subagent/start', 'subagent/end', 'subagent/event', 'subagent/settled'])
 
 export type LifecycleEventName = keyof LifecycleEvents
 
@@ -54,9 +56,9 @@ export class Lifecycle {
 
   on<E extends LifecycleEventName>(event: E, listener: (info: LifecycleEvents[E]) => void): () => void {
     if (!EVENT_NAMES.has(event)) {
-      throw new TypeError(`unknown lifecycle event ${JSON.stringify(event)}: use 'subagent/start', 'subagent/end' or 'subagent/event'`)
+      throw subagentError('ERR_SUBAGENT_ARGUMENT', `unknown lifecycle event ${JSON.stringify(event)}: use 'subagent/start', 'subagent/end', 'subagent/event' or 'subagent/settled'`)
     }
-    if (typeof listener !== 'function') throw new TypeError('a lifecycle listener must be a function')
+    if (typeof listener !== 'function') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'a lifecycle listener must be a function')
     let set = this.#listeners.get(event)
     if (!set) this.#listeners.set(event, (set = new Set()))
     const entry = listener as (info: never) => void

@@ -3,7 +3,8 @@
  * transaction, publication, and the hand-off to a live run. Spawn and fork differ only in the seed.
  */
 import { randomUUID } from 'node:crypto'
-import type { ChildSpec } from '../../agent/child.js'
+import type { ChildDescriptor, ChildSpec } from '../../agent/child.js'
+import type { LimitReason } from '../../agent/limit-stop.js'
 import { toContent } from '../../agent/loop.js'
 import { toJsonSchema } from '../../agent/to-json-schema.js'
 import { checkToolFilter, type ToolFilter } from '../../agent/tools.js'
@@ -18,11 +19,12 @@ import { checkAgentOptions, InvalidOptionError } from '../options.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun } from './run.js'
 import type { SessionWriter } from './stores/store.js'
-import type { ChildHandle, ChildTransport } from '../transport.js'
+import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
+import { ContinuableChild } from './continuable.js'
 import { ChildWatch, type Mirror } from './watch.js'
 import { delegatingCallOf } from './delegating-call.js'
-import type { HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from '../types.js'
-import { hostClosed } from '../../protocol/errors.js'
+import type { ContinuableRun, ContinuableStartRequest, HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from '../types.js'
+import { hostClosed, subagentError } from '../../protocol/errors.js'
 
 /** What a provider needs from its host. */
 export interface ProviderHost {
@@ -39,6 +41,9 @@ export interface ProviderHost {
   publish(mirror: Mirror): SessionWriter
   track(run: DelegationRun): void
   retire(run: DelegationRun): void
+  /** A continuable child started by `parentId`: live in `host.agents` and the host's continuables. */
+  trackContinuable(child: ContinuableChild, parentId: string): void
+  retireContinuable(child: ContinuableChild): void
   endJobsOf(id: string): Promise<void>
   /** Every live agent's budget by id (CONTRACT.md §11): a parent's is where a child's inherits from. */
   readonly budgets: Map<string, Budget>
@@ -49,7 +54,7 @@ export interface ProviderHost {
 const PRE_PUBLICATION_ABORT = 'subagent request was aborted before child publication'
 
 function abortedBeforePublication(signal: AbortSignal): Error {
-  return new Error(PRE_PUBLICATION_ABORT, { cause: signal.reason })
+  return subagentError('ERR_SUBAGENT_ABORTED', PRE_PUBLICATION_ABORT, { cause: signal.reason })
 }
 
 export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): HostProvider {
@@ -62,6 +67,7 @@ export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): Host
     // schema holds; the casts keep the checker from expanding that type for an unknown schema here.
     start: ((request: SubagentStartRequest) => start(host, name, inheritsParentContext, request)) as unknown as HostProvider['start'],
     run: ((request: SubagentStartRequest) => run(host, name, inheritsParentContext, request)) as unknown as HostProvider['run'],
+    startContinuable: (request) => startContinuable(host, name, inheritsParentContext, request),
   }
 }
 
@@ -78,9 +84,68 @@ async function run(host: ProviderHost, provider: string, fork: boolean, request:
   return outcome.value
 }
 
+/** What the creation transaction leaves: a published child, built on its transport, its run not begun. */
+interface Published {
+  started: SubagentStartEvent
+  handle: ChildHandle
+  spec: ChildSpec
+  mirror: Mirror
+  childMirror: ChildMirror
+  watch: ChildWatch
+  writer: SessionWriter
+  prompt: ContentBlock[]
+  signal: AbortSignal
+  options: AgentOptions
+  seedLength: number
+  budget: Budget
+  spent?: LimitReason
+}
+
+type Mode = ChildDescriptor['mode']
+
 async function start(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest): Promise<SubagentRun> {
-  if (typeof request !== 'object' || request === null) throw new TypeError('subagent start needs a request object')
-  if (request.signal !== undefined && !(request.signal instanceof AbortSignal)) throw new TypeError('subagent request signal must be an AbortSignal when given')
+  const published = await publishChild(host, provider, fork, request, 'one-shot')
+  const { started, handle, mirror, watch, childMirror, writer, prompt, signal, spec, seedLength, options, budget, spent } = published
+  const delegation = new DelegationRun(
+    {
+      started,
+      handle,
+      mirror,
+      watch,
+      record: (event) => childMirror.append(event),
+      writer,
+      prompt,
+      signal,
+      structuredRequested: spec.outputSchema !== undefined,
+      seedLength,
+      options,
+      budget,
+      ...(spent ? { spent } : {}),
+    },
+    { lifecycle: host.lifecycle, retire: (r) => host.retire(r), endJobsOf: (owner) => host.endJobsOf(owner) },
+  )
+  host.track(delegation)
+  return delegation
+}
+
+/** A continuable child (CONTRACT.md §13): published with its first message in its inbox; the work is not waited for. */
+async function startContinuable(host: ProviderHost, provider: string, fork: boolean, request: ContinuableStartRequest): Promise<ContinuableRun> {
+  if (typeof request === 'object' && request !== null && (request as SubagentStartRequest).outputSchema !== undefined) {
+    throw subagentError('ERR_SUBAGENT_CONTINUABLE', 'a continuable child takes no outputSchema: each activation ends in text; use start() or run() for a structured result')
+  }
+  const { started, handle, spec, mirror, childMirror, watch, writer, prompt, signal, budget, spent } = await publishChild(host, provider, fork, request, 'continuable')
+  const child = new ContinuableChild(
+    { started, handle, spec, mirror, childMirror, watch, writer, prompt, signal, budget, ...(spent ? { spent } : {}) },
+    { transport: host.transport, lifecycle: host.lifecycle, endJobsOf: (owner) => host.endJobsOf(owner), retire: (c) => host.retireContinuable(c) },
+  )
+  host.trackContinuable(child, started.parentId)
+  return child
+}
+
+/** Validation in the contract's order, composition, the creation transaction and publication (CONTRACT.md §1). */
+async function publishChild(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest, mode: Mode): Promise<Published> {
+  if (typeof request !== 'object' || request === null) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent start needs a request object')
+  if (request.signal !== undefined && !(request.signal instanceof AbortSignal)) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent request signal must be an AbortSignal when given')
   // Without one the run is cancelled only by dispose() or host.close(): a signal of its own that never aborts.
   const signal = request.signal ?? new AbortController().signal
   // The contract's order: maxDepth, an aborted signal, depth, outputSchema, toolFilter.
@@ -89,7 +154,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   const { parent } = request
   checkParent(parent)
   for (const key of ['label', 'persona'] as const) {
-    if (request[key] !== undefined && typeof request[key] !== 'string') throw new TypeError(`subagent request ${key} must be a string`)
+    if (request[key] !== undefined && typeof request[key] !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', `subagent request ${key} must be a string`)
   }
   const requestedLimits = checkLimits(request.limits)
   const childDepth = childDepthOf(parent, maxDepth)
@@ -125,7 +190,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   }
   const { cwd } = parent.session.header
   if (cwd !== undefined) {
-    if (typeof cwd !== 'string') throw new TypeError('subagent parent session.header.cwd must be a string')
+    if (typeof cwd !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent parent session.header.cwd must be a string')
     header.cwd = cwd
   }
   if (seed.length > 0) header.seedLength = seed.length
@@ -137,7 +202,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
     header,
     options,
     seed,
-    descriptor: request.label === undefined ? { mode: 'one-shot', provider } : { mode: 'one-shot', provider, label: request.label },
+    descriptor: request.label === undefined ? { mode, provider } : { mode, provider, label: request.label },
   }
   if (request.persona !== undefined) spec.persona = request.persona
   if (toolFilter) spec.toolFilter = toolFilter
@@ -156,7 +221,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   }
   const parentCallId = delegatingCallOf(parent.id)
   const watch = new ChildWatch({ mirror, lifecycle: host.lifecycle, transport: host.transportName, ...(parentCallId === undefined ? {} : { parentCallId }) })
-  const childMirror = {
+  const childMirror: ChildMirror = {
     view: mirror,
     append(event: SessionEvent) {
       mirror.session.events.push(event)
@@ -186,26 +251,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
   const started: SubagentStartEvent = { runId, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: parent.id, depth: childDepth }
   host.lifecycle.emit('subagent/start', started)
   watch.published(started)
-  const delegation = new DelegationRun(
-    {
-      started,
-      handle,
-      mirror,
-      watch,
-      record: (event) => childMirror.append(event),
-      writer,
-      prompt,
-      signal,
-      structuredRequested: spec.outputSchema !== undefined,
-      seedLength: seed.length,
-      options,
-      budget,
-      ...(inherited.spent ? { spent: inherited.spent } : {}),
-    },
-    { lifecycle: host.lifecycle, retire: (r) => host.retire(r), endJobsOf: (owner) => host.endJobsOf(owner) },
-  )
-  host.track(delegation)
-  return delegation
+  return { started, handle, spec, mirror, childMirror, watch, writer, prompt, signal, options, seedLength: seed.length, budget, ...(inherited.spent ? { spent: inherited.spent } : {}) }
 }
 
 /** The child's first message: anything but a string or content blocks is refused naming `prompt`. */
@@ -225,7 +271,7 @@ function checkParent(parent: unknown): asserts parent is AgentView {
     if (!Array.isArray(p.session.events)) return 'session.events must be an array'
     return undefined
   })()
-  if (problem) throw new TypeError(`subagent parent must look like { id, options, session: { header, events } }: ${problem}`)
+  if (problem) throw subagentError('ERR_SUBAGENT_REQUEST', `subagent parent must look like { id, options, session: { header, events } }: ${problem}`)
 }
 
 /** The parent's events up to and including its last `turn/end`; the in-flight turn is never copied. */
@@ -240,11 +286,11 @@ function forkSeed(parent: AgentView): SessionEvent[] {
   }
   const seed = events.slice(0, end + 1)
   for (const [index, event] of seed.entries()) {
-    if (!isSessionEvent(event)) throw new TypeError(`parent session event ${index} is malformed: it needs a numeric seq and a string type`)
+    if (!isSessionEvent(event)) throw subagentError('ERR_SUBAGENT_REQUEST', `parent session event ${index} is malformed: it needs a numeric seq and a string type`)
   }
   try {
     return structuredClone(seed)
   } catch (error) {
-    throw new TypeError(`parent session events must be plain data to be forked: ${(error as Error).message}`)
+    throw subagentError('ERR_SUBAGENT_REQUEST', `parent session events must be plain data to be forked: ${(error as Error).message}`)
   }
 }

@@ -4,18 +4,20 @@
  */
 import type { AgentOptions, AgentView } from '../../agent/view.js'
 import { textOf, type ContentBlock } from '../../protocol/content.js'
-import type { SessionEvent, SessionHeader, TurnEndReason } from '../../protocol/session.js'
+import type { SessionEvent } from '../../protocol/session.js'
 import { limitDiagnostic, type LimitReason } from '../../agent/limit-stop.js'
 import type { Budget } from './budget.js'
 import type { ChildOutcomeInfo } from './diagnostics.js'
 import type { Lifecycle, SubagentEndEvent, SubagentStartEvent } from './lifecycle.js'
-import { diagnosticText, extractResult } from './result.js'
+import { extractResult } from './result.js'
+import { closeTurn } from './close-turn.js'
 import type { EventsOptions } from './feed.js'
 import type { SessionWriter } from './stores/store.js'
-import type { ChildHandle, ChildOutcome } from '../transport.js'
+import type { ChildHandle } from '../transport.js'
+import type { Notice } from '../../protocol/notice.js'
 import type { SubagentResult, SubagentRun } from '../types.js'
 import type { ChildWatch, Mirror } from './watch.js'
-import { messageOf } from '../../protocol/errors.js'
+import { messageOf, subagentError } from '../../protocol/errors.js'
 
 export interface RunHooks {
   lifecycle: Lifecycle
@@ -94,6 +96,11 @@ export class DelegationRun implements SubagentRun {
     return this.dispose()
   }
 
+  /** A settlement notice for the child as a parent of continuable children (CONTRACT.md §13): its running turn takes it. */
+  notify(notice: Notice): void {
+    this.#init.handle.notify(notice)
+  }
+
   /** The child's events from the host's copy, recorded then live, until the run has settled (§12). */
   events(options?: EventsOptions): AsyncIterable<SessionEvent> {
     return this.#init.watch.events(options)
@@ -103,7 +110,7 @@ export class DelegationRun implements SubagentRun {
     const { handle, mirror, prompt, seedLength, structuredRequested, options } = this.#init
     try {
       const outcome = await handle.run(prompt)
-      if (outcome.fault) this.#closeTurn(outcome.fault)
+      if (outcome.fault) closeTurn(mirror.session.events, seedLength, outcome.fault, this.#limit, this.#init.record)
       const result = extractResult(mirror.session.events, outcome, {
         seedLength,
         cancelled: this.#cancelled,
@@ -119,27 +126,6 @@ export class DelegationRun implements SubagentRun {
     } finally {
       this.#init.signal.removeEventListener('abort', this.#onAbort)
     }
-  }
-
-  /**
-   * A child whose runner died (crashed, or terminated after the grace) never recorded the end of
-   * its turn: the host records it, with the diagnostic, so the transcript on disk says what the
-   * result says.
-   */
-  #closeTurn(fault: NonNullable<ChildOutcome['fault']>): void {
-    const { events } = this.#init.mirror.session
-    let turn = events.length - 1
-    while (turn >= this.#init.seedLength && events[turn]!.type !== 'turn/start' && events[turn]!.type !== 'turn/end') turn--
-    if (turn < this.#init.seedLength || events[turn]!.type !== 'turn/start') return
-    const diagnostic = diagnosticText(fault.diagnostic)
-    // A child stopped for a limit records the limit's reason, as a cooperative stop would have,
-    // however its runner went after the cancel (the grace, or a liveness check that came first).
-    const reason: TurnEndReason = this.#limit
-      ? { kind: 'aborted', reason: this.#limit }
-      : fault.stopReason === 'aborted'
-        ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } }
-        : { kind: 'error', message: diagnostic }
-    this.#init.record({ seq: events.length, type: 'turn/end', data: { reason } })
   }
 
   /**
@@ -201,7 +187,7 @@ export class DelegationRun implements SubagentRun {
     try {
       await this.#init.handle.release()
     } catch (error) {
-      throw new Error(`releasing subagent ${this.id} failed: ${messageOf(error)}`, { cause: error })
+      throw subagentError('ERR_SUBAGENT_RELEASE', `releasing subagent ${this.id} failed: ${messageOf(error)}`, { cause: error })
     } finally {
       this.#hooks.retire(this)
     }

@@ -24,10 +24,13 @@ import { settingsOf, type HostOptions, type HostSettings } from './settings.js'
 import { createProvider } from '../driver/provider.js'
 import type { DelegationRun } from '../driver/run.js'
 import type { Mirror } from '../driver/watch.js'
+import { attachContinuables, Continuables } from '../driver/continuables.js'
+import type { ContinuableChild } from '../driver/continuable.js'
 import { checkSessionId, SessionWriter } from '../driver/stores/store.js'
+import { deliverSettlementNotices, type Notifiable } from './notices.js'
 import type { ChildTransport } from '../transport.js'
 import type { HostProvider, Placement } from '../types.js'
-import { hostClosed } from '../../protocol/errors.js'
+import { hostClosed, subagentError } from '../../protocol/errors.js'
 
 export type { HostOptions }
 
@@ -78,7 +81,8 @@ export function createHost(options: HostOptions = {}): Host {
   const hostModels = new Map<string, Model>()
   const hostTools = new Map<string, ToolDefinition>()
   const agents = new Map<string, AgentView>()
-  const runs = new Set<DelegationRun>()
+  const runs = new Map<string, DelegationRun>()
+  const continuables = new Continuables()
   const budgets = new Map<string, Budget>()
   const topLevel = new Map<string, { agent: AgentRuntime; writer: SessionWriter }>()
   const jobs = createJobRegistry()
@@ -103,10 +107,10 @@ export function createHost(options: HostOptions = {}): Host {
     if (moduleUrl === undefined) return
     const module = await loadAgentModule(moduleUrl)
     for (const name of Object.keys(module.models ?? {})) {
-      if (hostModels.has(name)) throw new Error(`model "${name}" is registered on the host and in the agent module: give one of them another name`)
+      if (hostModels.has(name)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `model "${name}" is registered on the host and in the agent module: give one of them another name`)
     }
     for (const tool of module.tools ?? []) {
-      if (hostTools.has(tool.name)) throw new Error(`tool "${tool.name}" is registered on the host and in the agent module: give one of them another name`)
+      if (hostTools.has(tool.name)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `tool "${tool.name}" is registered on the host and in the agent module: give one of them another name`)
     }
     loaded = module
     Object.assign(hooks, module.hooks)
@@ -144,12 +148,18 @@ export function createHost(options: HostOptions = {}): Host {
       agents.set(mirror.id, mirror)
       return new SessionWriter(store, mirror.session.header, mirror.session.events)
     },
-    track: (run: DelegationRun) => void runs.add(run),
+    track: (run: DelegationRun) => void runs.set(run.id, run),
     endJobsOf: (owner: string) => jobs.endJobsOf(owner),
     retire(run: DelegationRun) {
-      runs.delete(run)
+      runs.delete(run.id)
       agents.delete(run.id)
       budgets.delete(run.id)
+    },
+    trackContinuable: (child: ContinuableChild, parentId: string) => continuables.add(child, parentId),
+    retireContinuable(child: ContinuableChild) {
+      continuables.retire(child.id)
+      agents.delete(child.id)
+      budgets.delete(child.id)
     },
     budgets,
     limits: settings.limits,
@@ -187,15 +197,15 @@ export function createHost(options: HostOptions = {}): Host {
   }
 
   const taken = (kind: 'model' | 'tool', name: string, hostHas: boolean, moduleHas: boolean) => {
-    if (hostHas) throw new Error(`${kind} "${name}" is already registered on this host`)
-    if (moduleHas) throw new Error(`${kind} "${name}" is already defined by the agent module: give the host ${kind} another name`)
+    if (hostHas) throw subagentError('ERR_SUBAGENT_DUPLICATE', `${kind} "${name}" is already registered on this host: register each name once, or give this one another name`)
+    if (moduleHas) throw subagentError('ERR_SUBAGENT_DUPLICATE', `${kind} "${name}" is already defined by the agent module: give the host ${kind} another name`)
   }
 
   const host: Host = {
     models: {
       register(name, model) {
-        if (typeof name !== 'string' || name === '') throw new TypeError('a model name must be a non-empty string')
-        if (typeof model?.stream !== 'function') throw new TypeError(`model "${name}" must have a stream(request) method`)
+        if (typeof name !== 'string' || name === '') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'a model name must be a non-empty string')
+        if (typeof model?.stream !== 'function') throw subagentError('ERR_SUBAGENT_ARGUMENT', `model "${name}" must have a stream(request) method`)
         taken('model', name, hostModels.has(name), loaded.models?.[name] !== undefined)
         hostModels.set(name, model)
         return () => {
@@ -225,7 +235,7 @@ export function createHost(options: HostOptions = {}): Host {
     createAgent(init = {}) {
       if (closing) throw hostClosed('create agents')
       const id = init.id === undefined ? randomUUID() : checkSessionId(init.id)
-      if (agents.has(id)) throw new Error(`an agent with id "${id}" already exists on this host`)
+      if (agents.has(id)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `an agent with id "${id}" already exists on this host`)
       const agentOptions = { ...checkAgentOptions(init.options ?? {}, 'agent options') }
       const limits = checkLimits(init.limits)
       const { provider, model } = agentOptions
@@ -243,23 +253,25 @@ export function createHost(options: HostOptions = {}): Host {
     async resumeAgent(id, resumeOptions = {}) {
       if (closing) throw hostClosed('resume agents')
       checkSessionId(id)
-      if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
+      // Refused before the store is read or its transcript claimed.
+      const given = checkAgentOptions(resumeOptions, 'resume options')
+      if (agents.has(id)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
       const stored = await store.read(id)
-      if (!stored) throw new Error(`no session "${id}" in the store`)
+      if (!stored) throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `no session "${id}" in the store: resume an id the store lists (store.list()), or createAgent() to start a new one`)
       if (closing) throw hostClosed('resume agents')
-      if (agents.has(id)) throw new Error(`agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
+      if (agents.has(id)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `agent "${id}" is already live on this host: dispose() it first to resume it from the store`)
       // Claims the transcript before anything runs: a second live writer is refused here, not at the first write.
       await store.append(id, [])
       // The header keeps the agent's model: options given here override it.
       const { provider, model } = stored.header
-      const options = { ...(provider === undefined ? {} : { provider }), ...(model === undefined ? {} : { model }), ...checkAgentOptions(resumeOptions, 'resume options') }
+      const options = { ...(provider === undefined ? {} : { provider }), ...(model === undefined ? {} : { model }), ...given }
       const spent = stored.header.limits?.maxTotalTokens === undefined ? 0 : await spentInTree(store, stored.header, stored.events)
       return adopt(stored.header, options, stored.events, spent)
     },
     on: (event, listener) => lifecycle.on(event, listener),
     close() {
       return (closing ??= (async () => {
-        await Promise.allSettled([...runs].map((run) => run.dispose()))
+        await Promise.allSettled([...runs.values(), ...continuables.runs()].map((run) => run.dispose()))
         await jobs.killAll()
         for (const { agent } of topLevel.values()) agent.cancel({ kind: 'host-closed' })
         await Promise.allSettled([...topLevel.values()].map(({ agent }) => agent.whenIdle()))
@@ -272,23 +284,31 @@ export function createHost(options: HostOptions = {}): Host {
     },
     [Symbol.asyncDispose]: () => host.close(),
   }
+  attachContinuables(host, continuables)
+  // A notice goes to the agent that started the child, wherever its loop runs.
+  deliverSettlementNotices(lifecycle, (id): Notifiable | undefined => {
+    const top = topLevel.get(id)?.agent
+    if (top) return { notify: ({ text, source }) => top.notify(text, source) }
+    const live = continuables.lookup(id)
+    return runs.get(id) ?? (live?.kind === 'live' ? live.run : undefined)
+  })
   return host
 }
 
 function checkHeaderInit(header: AgentInit['header']): Partial<SessionHeader> {
   if (header === undefined) return {}
-  if (typeof header !== 'object' || header === null) throw new TypeError('agent header must be an object')
+  if (typeof header !== 'object' || header === null) throw subagentError('ERR_SUBAGENT_HEADER', 'agent header must be an object')
   const out: Partial<SessionHeader> = {}
   if (header.cwd !== undefined) {
-    if (typeof header.cwd !== 'string') throw new TypeError('header.cwd must be a string')
+    if (typeof header.cwd !== 'string') throw subagentError('ERR_SUBAGENT_HEADER', 'header.cwd must be a string')
     out.cwd = header.cwd
   }
   if (header.parentSession !== undefined) {
-    if (typeof header.parentSession !== 'string') throw new TypeError('header.parentSession must be a string')
+    if (typeof header.parentSession !== 'string') throw subagentError('ERR_SUBAGENT_HEADER', 'header.parentSession must be a string')
     out.parentSession = header.parentSession
   }
   if (header.delegationDepth !== undefined) {
-    if (!isNonNegativeSafeInteger(header.delegationDepth)) throw new TypeError('header.delegationDepth must be a non-negative safe integer')
+    if (!isNonNegativeSafeInteger(header.delegationDepth)) throw subagentError('ERR_SUBAGENT_HEADER', 'header.delegationDepth must be a non-negative safe integer')
     out.delegationDepth = header.delegationDepth
   }
   return out

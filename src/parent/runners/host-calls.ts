@@ -19,6 +19,7 @@ import { isStreamChunk } from '../../protocol/validators.js'
 import { describeShape, tryClone } from '../../protocol/values.js'
 import type { Placement } from '../types.js'
 import type { CallLedger } from './call-ledger.js'
+import { subagentError } from '../../protocol/errors.js'
 
 export interface CallingChild {
   /** The host's view of the child: what host tools see as `exec.agent`. */
@@ -34,24 +35,24 @@ export interface CallingChild {
 
 export function hostCalls(child: CallingChild): RpcHandlers {
   const { view, spec, placement, ledger } = child
-  const system = childSystemPrompt(spec, child.persona)
   const { allow, deny } = spec.toolFilter ?? {}
   const visible = (name: string): ToolDefinition | undefined => {
     const tool = placement.tools.get(name)
     return tool && (!allow || allow.includes(name)) && !deny?.includes(name) ? tool : undefined
   }
+  const system = childSystemPrompt(spec, child.persona, [...placement.tools.keys()].flatMap((name) => visible(name) ?? []))
   return {
     async model({ provider, request }, { signal, emit }) {
       if (provider !== spec.options.provider) {
         throw new ProtocolError(`child ${spec.id} may call only its own model "${spec.options.provider ?? ''}", not "${provider}"`)
       }
       const model = placement.models.get(provider)
-      if (!model) throw new Error(`no host model is registered under "${provider}"`)
+      if (!model) throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `no host model is registered under "${provider}": register it with host.models.register() before the child starts`)
       return ledger.model(async () => {
         for await (const chunk of model.stream({ ...asChild(request, spec.options, provider, system), signal })) {
           if (signal.aborted) break
           // Checked here, as the inline loop does, so the child gets the same error either way.
-          if (!isStreamChunk(chunk)) throw new Error(`the model emitted a malformed stream chunk ${describeShape(chunk)}`)
+          if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
           emit(chunk)
         }
         return null

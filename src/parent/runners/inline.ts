@@ -29,6 +29,9 @@ export class InlineTransport implements ChildTransport {
       cancel(reason) {
         agent.cancel(reason)
       },
+      notify({ text, source }) {
+        agent.notify(text, source)
+      },
       async release() {
         agent.cancel({ kind: 'disposed' })
         await agent.whenIdle()

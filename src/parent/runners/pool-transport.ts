@@ -17,7 +17,7 @@ import type { OpenEndpoint } from './runner-site.js'
 import { RunnerPool, type PoolSettings } from './runner-pool.js'
 import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
 import type { Placement } from '../types.js'
-import { hostClosed } from '../../protocol/errors.js'
+import { hostClosed, subagentError } from '../../protocol/errors.js'
 
 export interface PoolTransportOptions {
   /** Opens one runner: a worker thread, a child process. */
@@ -51,7 +51,7 @@ export class PoolTransport implements ChildTransport {
     for (let attempt = 1; ; attempt++) {
       // A moved child is placed again in the pool of its depth.
       const replace = async (moving: AbortSignal, build: (channel: RunnerChannel) => void) => {
-        if (this.#closing) throw new Error('the host is closing')
+        if (this.#closing) throw subagentError('ERR_SUBAGENT_HOST_CLOSED', 'the host is closing')
         await pool.place(moving, build, true)
       }
       const child = await pool.place(signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs: this.#options.abortGraceMs, replace }))

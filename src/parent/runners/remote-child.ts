@@ -25,10 +25,11 @@ import type { ContentBlock } from '../../protocol/content.js'
 import { fromWireError } from '../../protocol/error.js'
 import type { HostMessage, RunnerMessage } from '../../protocol/messages.js'
 import type { SessionEvent } from '../../protocol/session.js'
+import type { Notice } from '../../protocol/notice.js'
 import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer, type RpcHandlers } from '../../protocol/rpc.js'
 import { cloneableReason } from '../../protocol/values.js'
-import { messageOf } from '../../protocol/errors.js'
+import { messageOf, SubagentError, subagentError } from '../../protocol/errors.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
 import { CallLedger } from './call-ledger.js'
 import { startGrace } from './grace.js'
@@ -43,8 +44,12 @@ const RELEASED: ChildOutcome = { fault: { stopReason: 'aborted', diagnostic: 'th
 const RUNNER_GONE = { kind: 'runner-gone' }
 
 /** The child's runner died before the child was built; nothing of it was the child's doing, so a start may try elsewhere. */
-export class RunnerLostError extends Error {
+export class RunnerLostError extends SubagentError<'ERR_SUBAGENT_RUNNER_LOST'> {
   override name = 'RunnerLostError'
+
+  constructor(message: string) {
+    super('ERR_SUBAGENT_RUNNER_LOST', message)
+  }
 }
 
 type Phase = 'creating' | 'created' | 'running' | 'placing' | 'rebuilding' | 'ended'
@@ -96,6 +101,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   /** While moving: how it goes on once rebuilt, and the wait for a slot. */
   #move: { point: MovePoint; placing: AbortController } | undefined
   #moves = 0
+  /** Notices that came while it was between runners: its new runner gets them once it goes on. */
+  #heldNotices: Notice[] = []
 
   constructor(spec: ChildSpec, mirror: ChildMirror, channel: RunnerChannel, options: RemoteChildOptions) {
     this.id = spec.id
@@ -153,6 +160,15 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
   }
 
+  /**
+   * Into the child's inbox on its runner: a built child keeps it for the turn it is about to run,
+   * a running one takes it at its next step, one being moved gets it on its new runner.
+   */
+  notify(notice: Notice): void {
+    if (this.#move) this.#heldNotices.push(notice)
+    else if (this.#phase === 'created' || this.#phase === 'running') this.#channel.send({ type: 'notify', child: this.id, ...notice })
+  }
+
   async release(): Promise<void> {
     this.#letGo()
   }
@@ -191,7 +207,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
         if (message.movable && (this.#phase === 'running' || this.#phase === 'rebuilding')) {
           return this.#lost(fault, 'heard', 'drop', async (_signal, build) => build(this.#channel))
         }
-        return this.#settle({ fault }, 'runner-let-go', () => new Error(fault.diagnostic))
+        return this.#settle({ fault }, 'runner-let-go', () => subagentError('ERR_SUBAGENT_CHILD_ENDED', fault.diagnostic))
       }
       case 'rpc/call':
         if (this.#phase !== 'running') return this.#violation(message.type)
@@ -306,6 +322,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     const { point } = this.#move!
     this.#move = undefined
     this.#phase = 'running'
+    // Before the turn goes on, so its next step takes them.
+    for (const notice of this.#heldNotices.splice(0)) this.#channel.send({ type: 'notify', child: this.id, ...notice })
     if (point.kind === 'publish') this.#channel.send({ type: 'publish', child: this.id, prompt: this.#prompt! })
     else this.#channel.send({ type: 'continue', child: this.id, concluded: point.concluded })
   }
@@ -328,7 +346,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   }
 
   /** The one way out. `createError` makes what a pending creation rejects with (only then: an Error is not free). */
-  #settle(outcome: ChildOutcome, parting: Parting, createError: () => unknown = () => new Error(outcome.fault?.diagnostic ?? 'the child ended')): void {
+  #settle(outcome: ChildOutcome, parting: Parting, createError: () => unknown = () => subagentError('ERR_SUBAGENT_CHILD_ENDED', outcome.fault?.diagnostic ?? 'the child ended')): void {
     if (this.#phase === 'ended') return
     const creating = this.#phase === 'creating'
     this.#phase = 'ended'
@@ -347,6 +365,7 @@ function describeTool(tool: ToolDefinition): RemoteToolDescriptor {
   const descriptor: RemoteToolDescriptor = { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> }
   if (tool.needsApproval !== undefined) descriptor.needsApproval = tool.needsApproval
   if (tool.concurrencySafe !== undefined) descriptor.concurrencySafe = tool.concurrencySafe
+  if (tool.guidance !== undefined) descriptor.guidance = tool.guidance
   return descriptor
 }
 

@@ -12,7 +12,7 @@ import type { RunnerConfig } from '../../protocol/messages.js'
 import type { Fault, RunnerChannel } from './channel.js'
 import { SilenceJudge } from './liveness.js'
 import { RunnerSite, type OpenEndpoint } from './runner-site.js'
-import { CLOSED_BEFORE_END, closedWhileWaiting } from '../../protocol/errors.js'
+import { CLOSED_BEFORE_END, closedWhileWaiting, subagentError } from '../../protocol/errors.js'
 
 /** The pool as the transports use it: every value filled in. */
 export interface PoolSettings {
@@ -79,7 +79,7 @@ export class RunnerPool {
     const { maxQueue, maxThreads, childrenPerWorker } = this.#settings
     if (!moved && this.#waiting.length >= maxQueue) {
       return Promise.reject(
-        new Error(
+        subagentError('ERR_SUBAGENT_POOL_FULL',
           `every slot is taken (${maxThreads} runners × ${childrenPerWorker} children) and pool.maxQueue (${maxQueue}) starts already wait for one: retry later, or raise pool.maxThreads, pool.childrenPerWorker or pool.maxQueue`,
         ),
       )

@@ -1,25 +1,30 @@
 /**
- * The model-facing `subagent` tool (CONTRACT.md §6). One instance binds one provider; the model
- * never picks the transport. Foreground calls wait and always dispose; background calls register
- * a job owned by the calling agent. Misconfiguration fails when the tool is created, not when
- * the model first calls it.
+ * The model-facing `subagent` tool (CONTRACT.md §6, §13). One instance binds one provider; the
+ * model never picks the transport. Foreground calls wait and always dispose. In the background,
+ * a one-shot instance registers a job owned by the calling agent; a continuable one starts a
+ * child that outlives the call, whose settlements reach the caller as notices in its own session
+ * (and whom send_message gives more work). Misconfiguration fails when the tool is created, not
+ * when the model first calls it.
  */
 import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../../agent/tools.js'
 import type { AgentOptions } from '../../agent/view.js'
 import { textOf, type ContentBlock } from '../../protocol/content.js'
-import { messageOf } from '../../protocol/errors.js'
+import { messageOf, subagentError } from '../../protocol/errors.js'
 import { checkLimits, type ChildLimits } from '../driver/limits.js'
 import { withDelegatingCall } from '../driver/delegating-call.js'
-import { isNonNegativeSafeInteger } from '../options.js'
+import { checkAgentOptions, isNonNegativeSafeInteger } from '../options.js'
 import type { Host } from '../host/host.js'
-import type { SubagentProvider, SubagentResult, SubagentStartRequest } from '../types.js'
+import { InvalidOptionError } from '../options.js'
+import type { ContinuableRun, ContinuableStartRequest, SubagentProvider, SubagentResult, SubagentStartRequest } from '../types.js'
+import { SUBAGENT_TOOL_TEXTS as TEXTS } from './texts.js'
 
 export interface SubagentToolConfig {
   /** The provider this tool delegates to: a provider object, or the host's 'spawn' / 'fork'. */
   provider: SubagentProvider | 'spawn' | 'fork'
   toolName?: string
   enableRunInBackground?: boolean
-  backgroundMode?: 'one-shot'
+  /** 'one-shot' (default): foreground unless asked, background runs are jobs. 'continuable': background by default, a child that takes more work (CONTRACT.md §13). */
+  backgroundMode?: 'one-shot' | 'continuable'
   agentOptions?: AgentOptions
   persona?: string
   toolFilter?: ToolFilter
@@ -40,6 +45,12 @@ export interface BackgroundValue {
   jobId: string
 }
 
+/** A continuable start (CONTRACT.md §13): the child's id, for send_message; its answers come as notices. */
+export interface ContinuableValue {
+  kind: 'continuable'
+  subagentId: string
+}
+
 // A type alias, not an interface: tool argument types must be assignable to Record<string, unknown>.
 /** The `subagent` tool's arguments, as the model gives them. */
 export type SubagentArgs = {
@@ -57,46 +68,38 @@ const HEADLINES: Record<Exclude<SubagentResult['stopReason'], 'completed'>, stri
 
 export function createSubagentTool(host: Pick<Host, 'spawn' | 'fork' | 'jobs'>, config: SubagentToolConfig): ToolDefinition<SubagentArgs> {
   const settings = checkConfig(host, config)
-  const { provider, background } = settings
+  const { provider, background, continuable } = settings
   const fork = provider.inheritsParentContext
   const properties: Record<string, object> = {
     description: { type: 'string', description: 'A short (3-5 word) label for the task, shown to the user.' },
-    prompt: {
-      type: 'string',
-      description: fork
-        ? 'The task for the forked subagent. It already sees this conversation up to your last completed turn, so say what to do, not what it already knows.'
-        : 'The complete task for the subagent. It starts with no memory of this conversation: include every fact, path and constraint it needs.',
-    },
+    prompt: { type: 'string', description: fork ? TEXTS.forkPrompt : TEXTS.spawnPrompt },
   }
-  if (background) {
-    properties.run_in_background = {
-      type: 'boolean',
-      description: 'Run in the background (default false): you get a job id at once; collect the result with job_output, stop it with job_kill.',
-    }
-  }
+  if (background) properties.run_in_background = { type: 'boolean', description: continuable ? TEXTS.continuableBackground : TEXTS.oneShotBackground }
+  const description = fork ? (continuable ? TEXTS.continuableFork : TEXTS.oneShotFork) : continuable ? TEXTS.continuableSpawn : TEXTS.oneShotSpawn
   return defineTool<SubagentArgs>({
     name: settings.toolName,
-    description: fork
-      ? 'Delegate a task to a forked subagent that starts from a copy of this conversation. It works with its own tools and returns only its final answer.'
-      : 'Delegate a self-contained task to a fresh subagent. It starts with no memory of this conversation, works with its own tools, and returns only its final answer.',
+    description,
     parameters: { type: 'object', properties, required: ['description', 'prompt'], additionalProperties: false },
+    // Only where the model can start continuable work in the background does it need to know how to run it.
+    ...(continuable !== undefined && background ? { guidance: TEXTS.continuableGuidance(settings.toolName) } : {}),
     async execute(args, exec) {
       if (args.run_in_background && !background) throw new ToolError('run_in_background is not enabled for this subagent tool')
       const delegating = { parentId: exec.agent.id, callId: exec.callId }
       const request = (signal: AbortSignal): SubagentStartRequest => ({ ...settings.request, prompt: args.prompt, parent: exec.agent, signal, label: args.description })
-      if (args.run_in_background) {
-        const stop = new AbortController()
-        const forward = () => stop.abort(exec.signal.reason)
-        if (exec.signal.aborted) forward()
-        else exec.signal.addEventListener('abort', forward, { once: true })
-        try {
+      // A continuable instance runs in the background unless asked not to; a one-shot one only when asked.
+      if (args.run_in_background ?? (continuable !== undefined && background)) {
+        // The child outlives this tool call: only its start follows the call's signal.
+        return startPhase(exec.signal, async (signal) => {
+          if (continuable) {
+            const run = await withDelegatingCall(delegating, () => startContinuable(continuable, request(signal)))
+            return { kind: 'continuable', subagentId: run.id } satisfies ContinuableValue
+          }
+          const stop = new AbortController()
+          signal.addEventListener('abort', () => stop.abort(signal.reason), { once: true })
           const run = await withDelegatingCall(delegating, () => start(provider, request(stop.signal)))
           const job = host.jobs.register(exec.agent.id, args.description, run, stop)
           return { kind: 'background', jobId: job.id } satisfies BackgroundValue
-        } finally {
-          // The job outlives this tool call: only the start phase follows the call's signal.
-          exec.signal.removeEventListener('abort', forward)
-        }
+        })
       }
       const run = await withDelegatingCall(delegating, () => start(provider, request(exec.signal)))
       const [result] = await Promise.allSettled([run.result])
@@ -113,10 +116,28 @@ export function createSubagentTool(host: Pick<Host, 'spawn' | 'fork' | 'jobs'>, 
       return { kind: 'foreground', runId: run.id, output: result.value.output } satisfies ForegroundValue
     },
     render(value) {
-      const v = value as ForegroundValue | BackgroundValue
-      return v.kind === 'background' ? `started background subagent job ${v.jobId}` : textOf(v.output)
+      const v = value as ForegroundValue | BackgroundValue | ContinuableValue
+      if (v.kind === 'background') return `started background subagent job ${v.jobId}`
+      if (v.kind === 'continuable') return `started subagent ${v.subagentId}`
+      return textOf(v.output)
     },
   })
+}
+
+/**
+ * Runs a background start under a signal that follows the tool call's only until the start is
+ * done: what it started outlives the call, and a later abort of the call must not reach it.
+ */
+async function startPhase<T>(callSignal: AbortSignal, begin: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const phase = new AbortController()
+  const forward = () => phase.abort(callSignal.reason)
+  if (callSignal.aborted) forward()
+  else callSignal.addEventListener('abort', forward, { once: true })
+  try {
+    return await begin(phase.signal)
+  } finally {
+    callSignal.removeEventListener('abort', forward)
+  }
 }
 
 async function start(provider: SubagentProvider, request: SubagentStartRequest) {
@@ -125,6 +146,21 @@ async function start(provider: SubagentProvider, request: SubagentStartRequest) 
   } catch (error) {
     throw new ToolError(messageOf(error))
   }
+}
+
+async function startContinuable(provider: ContinuableProvider, request: ContinuableStartRequest): Promise<ContinuableRun> {
+  try {
+    return await provider.startContinuable(request)
+  } catch (error) {
+    throw new ToolError(messageOf(error))
+  }
+}
+
+/** A provider that can start continuable children: the host's own, or any with `startContinuable`. */
+type ContinuableProvider = SubagentProvider & { startContinuable(request: ContinuableStartRequest): Promise<ContinuableRun> }
+
+function canContinue(provider: SubagentProvider): provider is ContinuableProvider {
+  return typeof (provider as Partial<ContinuableProvider>).startContinuable === 'function'
 }
 
 function describeFailure(result: SubagentResult): string[] {
@@ -136,41 +172,45 @@ function describeFailure(result: SubagentResult): string[] {
 }
 
 function checkConfig(host: Pick<Host, 'spawn' | 'fork'>, config: SubagentToolConfig) {
-  if (typeof config !== 'object' || config === null) throw new TypeError('createSubagentTool needs a config object')
+  if (typeof config !== 'object' || config === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'createSubagentTool needs a config object')
   const provider = config.provider === 'spawn' ? host.spawn : config.provider === 'fork' ? host.fork : config.provider
   if (typeof provider?.start !== 'function' || typeof provider.capabilities !== 'object') {
-    throw new TypeError("subagent tool config.provider must be a SubagentProvider or 'spawn' / 'fork'")
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', "subagent tool config.provider must be a SubagentProvider or 'spawn' / 'fork'")
   }
   const toolName = config.toolName ?? 'subagent'
   const background = config.enableRunInBackground ?? true
-  if (typeof background !== 'boolean') throw new TypeError('enableRunInBackground must be a boolean')
-  if ((config.backgroundMode ?? 'one-shot') !== 'one-shot') {
-    throw new TypeError(`backgroundMode ${JSON.stringify(config.backgroundMode)} is not supported: only 'one-shot' is available`)
+  if (typeof background !== 'boolean') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'enableRunInBackground must be a boolean')
+  const mode = config.backgroundMode ?? 'one-shot'
+  if (mode !== 'one-shot' && mode !== 'continuable') throw new InvalidOptionError('backgroundMode', mode, "'one-shot' or 'continuable'")
+  let continuable: ContinuableProvider | undefined
+  if (mode === 'continuable') {
+    if (!canContinue(provider)) throw new InvalidOptionError('backgroundMode', mode, `'one-shot' for provider "${provider.name}", which has no startContinuable`)
+    continuable = provider
   }
   const { capabilities } = provider
   const request: Omit<SubagentStartRequest, 'prompt' | 'parent' | 'signal'> = {}
   const maxDepth = config.maxDepth ?? 3
   if (maxDepth !== 'provider-managed') {
     if (!isNonNegativeSafeInteger(maxDepth)) {
-      throw new TypeError("subagent tool maxDepth must be a non-negative safe integer or 'provider-managed'")
+      throw subagentError('ERR_SUBAGENT_ARGUMENT', "subagent tool maxDepth must be a non-negative safe integer or 'provider-managed'")
     }
-    if (!capabilities.depthLimit) throw new TypeError(`provider "${provider.name}" has no depthLimit capability: use maxDepth 'provider-managed'`)
+    if (!capabilities.depthLimit) throw subagentError('ERR_SUBAGENT_CAPABILITY', `provider "${provider.name}" has no depthLimit capability: use maxDepth 'provider-managed'`)
     request.maxDepth = maxDepth
   }
   if (config.persona !== undefined) {
-    if (!capabilities.persona) throw new TypeError(`provider "${provider.name}" has no persona capability`)
-    if (typeof config.persona !== 'string') throw new TypeError('subagent tool persona must be a string')
+    if (!capabilities.persona) throw subagentError('ERR_SUBAGENT_CAPABILITY', `provider "${provider.name}" has no persona capability`)
+    if (typeof config.persona !== 'string') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'subagent tool persona must be a string')
     request.persona = config.persona
   }
   if (config.toolFilter !== undefined) {
-    if (!capabilities.toolFilter) throw new TypeError(`provider "${provider.name}" has no toolFilter capability`)
+    if (!capabilities.toolFilter) throw subagentError('ERR_SUBAGENT_CAPABILITY', `provider "${provider.name}" has no toolFilter capability`)
     const { allow, deny } = config.toolFilter
-    if (allow === undefined && deny === undefined) throw new TypeError('subagent tool toolFilter must name allow or deny')
+    if (allow === undefined && deny === undefined) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'subagent tool toolFilter must name allow or deny')
     request.toolFilter = config.toolFilter
   }
-  if (config.agentOptions !== undefined) request.agentOptions = config.agentOptions
+  if (config.agentOptions !== undefined) request.agentOptions = checkAgentOptions(config.agentOptions, 'subagent tool config.agentOptions')
   const limits = checkLimits(config.limits)
   if (limits !== undefined) request.limits = limits
-  return { provider, toolName, background, request }
+  return { provider, toolName, background, continuable, request }
 }
 

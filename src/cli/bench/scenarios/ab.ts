@@ -15,7 +15,7 @@ import { textResponse, type ChildLimits } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost, type HostSetup } from '../harness.js'
 import type { Plan } from '../plan.js'
 import { figure } from '../stats.js'
-import { STREAM_CHUNKS, STREAM_IDEAL_MS, STREAM_INTERVAL_MS, streamEntry } from '../stream-script.js'
+import { idealMs, streamEntry, type StreamShape } from '../stream-script.js'
 import type { ScenarioResult } from '../types.js'
 import { cpuMeter } from '../usage.js'
 import { allMet, ratioGoal, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
@@ -108,16 +108,16 @@ function saturated(total: number, inFlight: number): Round {
 }
 
 /** `children` started at once, each streaming S9's script from the host's model: one wall-time sample. */
-function fanIn(children: number): Round {
+function fanIn(children: number, shape: StreamShape): Round {
   return async (bench) => {
-    const script = useScript(bench, children, [streamEntry()])
+    const script = useScript(bench, children, [streamEntry(shape)])
     const meter = cpuMeter([])
     const t0 = performance.now()
     await Promise.all(Array.from({ length: children }, () => delegate(bench)))
     const wall = performance.now() - t0
     const cpuUs = meter.stop()!
     script.done()
-    return { samples: [wall], cpuUs, units: children * STREAM_CHUNKS }
+    return { samples: [wall], cpuUs, units: children * shape.chunks }
   }
 }
 
@@ -345,18 +345,19 @@ export const o9: Scenario = {
   units: (plan) => abRounds(plan) + 1,
   run: (context) =>
     withTracing(async (tracing) => {
-      const { children, threads } = context.plan.stream
+      const { children, threads, chunks, intervalMs } = context.plan.stream
       const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: Math.ceil(children / threads) }
       const before = { spans: tracing.exported(), messages: tracing.heard() }
-      const measured = await alternate(context, instrumentation(pool, tracing), abRounds(context.plan), fanIn(children), fanIn(children))
+      const batch = fanIn(children, { chunks, intervalMs })
+      const measured = await alternate(context, instrumentation(pool, tracing), abRounds(context.plan), batch, batch)
       return [
         row({
           id: 'O9',
-          title: `S9 (streaming fan-in, ${children.toLocaleString('en-US')} children × ${STREAM_CHUNKS} chunks, model on the host) on the worker transport, traced and listened to against neither`,
-          metric: `ms of wall time for the batch (ideal ${STREAM_IDEAL_MS} ms)`,
+          title: `S9 (streaming fan-in, ${children.toLocaleString('en-US')} children × ${chunks} chunks, model on the host) on the worker transport, traced and listened to against neither`,
+          metric: `ms of wall time for the batch (ideal ${idealMs({ chunks, intervalMs })} ms)`,
           unit: 'ms',
           better: 'lower',
-          setup: { children, chunksPerChild: STREAM_CHUNKS, intervalMs: STREAM_INTERVAL_MS, rounds: abRounds(context.plan), pool },
+          setup: { children, chunksPerChild: chunks, intervalMs, rounds: abRounds(context.plan), pool },
           labels: INSTRUMENT_LABELS,
           measured,
           goal: { text: 'wall traced <= 1.10 × untraced', comparison: '<=', threshold: 1.1 },

@@ -26,7 +26,7 @@ async function abortOne(bench: BenchHost): Promise<number> {
   const run = await start(bench, controller.signal)
   try {
     // The assistant message carrying the call reaches the host before the tool starts.
-    while (!bench.host.agents.get(run.id)?.session.events.some((e) => e.type === 'assistant/message')) await sleep(1)
+    for await (const event of run.events()) if (event.type === 'assistant/message') break
     await sleep(SPIN_BEFORE_ABORT_MS)
     const t0 = performance.now()
     controller.abort()

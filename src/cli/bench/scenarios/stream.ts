@@ -1,6 +1,7 @@
 /**
- * S9: streaming fan-in. A batch of children start at once and each streams 100 text chunks at
- * 50 chunks/s, so the ideal batch takes 2 s on any transport; what is measured is how far
+ * S9: streaming fan-in. A batch of children start at once and each streams the plan's text
+ * chunks at its pace (the full plan: 100 at 50 chunks/s, so the ideal batch takes 2 s on any
+ * transport); what is measured is how far
  * behind that the host falls, what each chunk costs in CPU (the whole host process, every
  * thread, and the process transport's runner processes), and how late the host's event loop
  * runs meanwhile. Two model placements, each on every transport in the same run: a ScriptedModel
@@ -13,7 +14,7 @@
 import { benchHost, delegate, HOST_MODEL, useScript, withProvider, type BenchHost } from '../harness.js'
 import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../loop-delay.js'
 import { runnerPids } from '../runners.js'
-import { STREAM_CHUNKS, STREAM_IDEAL_MS, STREAM_INTERVAL_MS, STREAM_MODEL, streamEntry } from '../stream-script.js'
+import { idealMs, STREAM_MODEL, streamEntry, streamModelId, type StreamShape } from '../stream-script.js'
 import { LOCAL_MODES, type ByVariant, type Figure, type LocalMode, type Mode, type ScenarioResult } from '../types.js'
 import { cpuMeter, otherCpuMeter } from '../usage.js'
 import { allMet, processRatioOf, ratioGoal, ratioOf, remoteFields, setupWithRemote, valueGoal, type Scenario, type ScenarioContext } from './scenario.js'
@@ -47,9 +48,9 @@ const CPU_OVER_INLINE = 1.5
 
 const PLACEMENTS: readonly Placement[] = ['host', 'module']
 
-/** Registers the host placement's ScriptedModel (one entry per child); the module model needs none. Returns its unregister. */
-function scriptFor(bench: BenchHost, placement: Placement, children: number): () => void {
-  return placement === 'host' ? useScript(bench, children, [streamEntry()]).done : () => {}
+/** Registers the host placement's ScriptedModel (one entry per child); the module model reads the shape from its model id. Returns its unregister. */
+function scriptFor(bench: BenchHost, placement: Placement, children: number, shape: StreamShape): () => void {
+  return placement === 'host' ? useScript(bench, children, [streamEntry(shape)]).done : () => {}
 }
 
 /** Starts `children` at once and waits until each one completed and was disposed. */
@@ -58,16 +59,16 @@ async function fanIn(bench: BenchHost, children: number): Promise<void> {
 }
 
 /** Untimed: both placements at once, so every runner has imported the module and run both paths. */
-async function warmUp(transport: Transport, children: number): Promise<void> {
+async function warmUp(transport: Transport, children: number, shape: StreamShape): Promise<void> {
   const onHost = Math.ceil(children / 2)
-  const done = scriptFor(transport.benches.host, 'host', onHost)
+  const done = scriptFor(transport.benches.host, 'host', onHost, shape)
   await Promise.all([fanIn(transport.benches.host, onHost), fanIn(transport.benches.module, children - onHost)])
   done()
 }
 
-async function measure(transport: Transport, placement: Placement, children: number, into: Samples, redisPids: readonly number[]): Promise<void> {
+async function measure(transport: Transport, placement: Placement, children: number, shape: StreamShape, into: Samples, redisPids: readonly number[]): Promise<void> {
   const bench = transport.benches[placement]
-  const done = scriptFor(bench, placement, children)
+  const done = scriptFor(bench, placement, children, shape)
   const monitor = loopMonitor()
   monitor.enable()
   // Ticks before and after the batch (see loop-delay.ts).
@@ -83,8 +84,8 @@ async function measure(transport: Transport, placement: Placement, children: num
   monitor.disable()
   done()
   into.wallMs.push(wall)
-  if (cpuUs !== null) into.cpuUsPerChunk.push(cpuUs / (children * STREAM_CHUNKS))
-  if (redisUs !== null) into.redisCpuUsPerChunk.push(redisUs / (children * STREAM_CHUNKS))
+  if (cpuUs !== null) into.cpuUsPerChunk.push(cpuUs / (children * shape.chunks))
+  if (redisUs !== null) into.redisCpuUsPerChunk.push(redisUs / (children * shape.chunks))
   into.loopP99Ms.push(delayMs(monitor.percentile(99)))
   into.loopMaxMs.push(delayMs(monitor.max))
 }
@@ -94,7 +95,8 @@ const noSamples = (): Samples => ({ wallMs: [], cpuUsPerChunk: [], redisCpuUsPer
 /** A figure of the samples, or null where there are none (runners that cannot be read). */
 const figureOrNull = (samples: number[]): Figure | null => (samples.length > 0 ? figure(samples, 'lower') : null)
 
-function row(context: ScenarioContext, placement: Placement, samples: Record<Mode, Samples>, children: number, setup: Record<string, unknown>): ScenarioResult {
+function row(context: ScenarioContext, placement: Placement, samples: Record<Mode, Samples>, children: number, shape: StreamShape, setup: Record<string, unknown>): ScenarioResult {
+  const ideal = idealMs(shape)
   const measured = context.remote !== undefined
   const local = (key: keyof Samples) => ({ inline: figure(samples.inline[key], 'lower'), worker: figure(samples.worker[key], 'lower'), process: figure(samples.process[key], 'lower') })
   // Every transport's figures; remote's only when the run has the remote column.
@@ -111,15 +113,15 @@ function row(context: ScenarioContext, placement: Placement, samples: Record<Mod
   const p99 = per('loopP99Ms')
   const goal = GOALS[placement]
   const goals = [
-    ratioGoal('worker', `wall <= ${goal.wallOverIdeal} × ideal`, '<=', wall.worker.median / STREAM_IDEAL_MS, goal.wallOverIdeal, STREAM_IDEAL_MS),
+    ratioGoal('worker', `wall <= ${goal.wallOverIdeal} × ideal`, '<=', wall.worker.median / ideal, goal.wallOverIdeal, ideal),
     valueGoal('worker', `event-loop p99 <= ${goal.loopP99Ms} ms`, '<=', p99.worker.median, goal.loopP99Ms),
     ratioGoal('worker', `CPU/chunk <= ${CPU_OVER_INLINE} × inline`, '<=', ratioOf(cpu.worker, cpu.inline) ?? Infinity, CPU_OVER_INLINE),
   ]
-  const rate = 1000 / STREAM_INTERVAL_MS
+  const rate = 1000 / shape.intervalMs
   return {
     id: placement === 'host' ? 'S9' : 'S9m',
-    title: `streaming fan-in, ${children.toLocaleString('en-US')} children × ${STREAM_CHUNKS} chunks at ${rate} chunks/s, ${placement === 'host' ? 'model on the host' : 'module model'}`,
-    metric: `ms of wall time for the batch, every child started at once (ideal ${STREAM_IDEAL_MS} ms)`,
+    title: `streaming fan-in, ${children.toLocaleString('en-US')} children × ${shape.chunks} chunks at ${rate} chunks/s, ${placement === 'host' ? 'model on the host' : 'module model'}`,
+    metric: `ms of wall time for the batch, every child started at once (ideal ${ideal} ms)`,
     unit: 'ms',
     better: 'lower',
     model: placement === 'host' ? HOST_MODEL : `module model '${STREAM_MODEL}' (a fresh ScriptedModel per request, in the child's runner, thread or process: no RPC per step)`,
@@ -128,17 +130,17 @@ function row(context: ScenarioContext, placement: Placement, samples: Record<Mod
     worker: wall.worker,
     process: wall.process,
     ...remoteFields(context, { worker: wall.worker, remote: wall.remote ?? undefined }),
-    reference: { label: 'ideal', value: STREAM_IDEAL_MS },
+    reference: { label: 'ideal', value: ideal },
     ratio: ratioOf(wall.worker, wall.inline),
     processRatio: processRatioOf(wall),
     goals,
     met: allMet(goals),
     extra: {
       wallOverIdeal: {
-        inline: wall.inline.median / STREAM_IDEAL_MS,
-        worker: wall.worker.median / STREAM_IDEAL_MS,
-        process: wall.process.median / STREAM_IDEAL_MS,
-        ...(wall.remote ? { remote: wall.remote.median / STREAM_IDEAL_MS } : {}),
+        inline: wall.inline.median / ideal,
+        worker: wall.worker.median / ideal,
+        process: wall.process.median / ideal,
+        ...(wall.remote ? { remote: wall.remote.median / ideal } : {}),
       },
       cpuUsPerChunk: cpu,
       ...(redisCpu ? { redisCpuUsPerChunk: redisCpu } : {}),
@@ -154,7 +156,8 @@ export const s9: Scenario = {
   units: (plan) => 1 + plan.stream.rounds * PLACEMENTS.length * LOCAL_MODES.length,
   remoteUnits: (plan) => plan.stream.rounds * PLACEMENTS.length,
   async run(context): Promise<ScenarioResult[]> {
-    const { children, threads, rounds } = context.plan.stream
+    const { children, threads, rounds, chunks, intervalMs } = context.plan.stream
+    const shape = { chunks, intervalMs }
     // Every child holds a slot from the start; idle threads stay warm between batches (see harness.ts).
     const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: Math.ceil(children / threads) }
     const remote = context.remote?.rig
@@ -162,7 +165,7 @@ export const s9: Scenario = {
     const modes: Mode[] = remote ? [...LOCAL_MODES, 'remote'] : [...LOCAL_MODES]
     const transports: Transport[] = modes.map((mode) => {
       const bench = benchHost(mode, { pool, ...(remote ? { remote } : {}) })
-      return { mode, benches: { host: bench, module: withProvider(bench, STREAM_MODEL) }, runners: [] }
+      return { mode, benches: { host: bench, module: withProvider(bench, STREAM_MODEL, streamModelId(shape)) }, runners: [] }
     })
     const samples: Record<Placement, Record<Mode, Samples>> = {
       host: { inline: noSamples(), worker: noSamples(), process: noSamples(), remote: noSamples() },
@@ -171,13 +174,13 @@ export const s9: Scenario = {
     const redisPids = remote?.info.redisPid ? [remote.info.redisPid] : []
     try {
       for (const transport of transports) transport.runners = await runnerPids(transport.benches.host, threads)
-      // Every host's warm-up at once: they are untimed, and a batch takes its 2 s whatever its size.
-      await Promise.all(transports.map((transport) => warmUp(transport, children)))
+      // Every host's warm-up at once: they are untimed, and a batch takes its ideal time whatever its size.
+      await Promise.all(transports.map((transport) => warmUp(transport, children, shape)))
       context.progress.advance(1)
       for (let r = 0; r < rounds; r++) {
         for (const placement of PLACEMENTS) {
           for (const transport of transports) {
-            await measure(transport, placement, children, samples[placement][transport.mode], redisPids)
+            await measure(transport, placement, children, shape, samples[placement][transport.mode], redisPids)
             context.progress.advance(1)
           }
         }
@@ -185,7 +188,7 @@ export const s9: Scenario = {
     } finally {
       await Promise.all(transports.map(({ benches }) => benches.host.host.close()))
     }
-    const setup = setupWithRemote(context, { children, chunksPerChild: STREAM_CHUNKS, intervalMs: STREAM_INTERVAL_MS, idealMs: STREAM_IDEAL_MS, rounds, loopResolutionMs: RESOLUTION_MS, pool })
-    return PLACEMENTS.map((placement) => row(context, placement, samples[placement], children, setup))
+    const setup = setupWithRemote(context, { children, chunksPerChild: chunks, intervalMs, idealMs: idealMs(shape), rounds, loopResolutionMs: RESOLUTION_MS, pool })
+    return PLACEMENTS.map((placement) => row(context, placement, samples[placement], children, shape, setup))
   },
 }

@@ -3,7 +3,7 @@
  * `host.agents`, never the store. Writes for one session are ordered and batched.
  */
 import type { SessionEvent, SessionHeader } from '../../../protocol/session.js'
-import { subagentError } from '../../../protocol/errors.js'
+import { subagentError, SubagentError } from '../../../protocol/errors.js'
 
 export interface SessionStore {
   create(header: SessionHeader): Promise<void>
@@ -29,13 +29,12 @@ export interface SessionStore {
  * close(), would fail far from the cause, so the delete is refused instead, as resumeAgent
  * refuses a live id.
  */
-export class SessionLiveError extends Error {
+export class SessionLiveError extends SubagentError<'ERR_SUBAGENT_SESSION_LIVE'> {
   override name = 'SessionLiveError'
-  readonly code = 'ERR_SUBAGENT_SESSION_LIVE'
   readonly sessionId: string
 
   constructor(id: string) {
-    super(`session "${id}" is live: dispose() its agent (or close its host) before deleting its transcript`)
+    super('ERR_SUBAGENT_SESSION_LIVE', `session "${id}" is live: dispose() its agent (or close its host) before deleting its transcript`)
     this.sessionId = id
   }
 }

@@ -9,6 +9,7 @@
  */
 import { MessageChannel, Worker, type ResourceLimits } from 'node:worker_threads'
 import { messageOf } from '../../../protocol/errors.js'
+import { ProtocolError } from '../../../protocol/validate.js'
 import type { Fault, RunnerKind } from '../channel.js'
 import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
 
@@ -51,7 +52,7 @@ export function openWorkerThread(settings: ThreadSettings, events: EndpointEvent
   }
   const stray = () => {
     worker.removeAllListeners('message')
-    events.unreadable(new Error("it posted on the thread's own port, which a runner never uses"))
+    events.unreadable(new ProtocolError("it posted on the thread's own port, which a runner never uses"))
   }
   let open = 2 // the thread and the port
   const gone = (exit: Exit) => {

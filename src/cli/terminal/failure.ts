@@ -1,3 +1,4 @@
+/** How a command fails on the terminal: the two errors the cli entry turns into an exit code (shared by every command and the bench). */
 /** A bad command line: the caller prints the message and exits 2. */
 export class UsageError extends Error {
   override readonly name = 'UsageError'

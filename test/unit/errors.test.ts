@@ -1,0 +1,46 @@
+/** Every error class the library throws shares one base and a stable code, and keeps its own name and `instanceof`. */
+import { describe, expect, it } from 'vitest'
+import { InvalidOptionError, ProtocolError, SessionLiveError, SubagentDepthError, UnsupportedSchemaError } from '../../dist/index.js'
+import { ModelEndpointError } from '../../dist/agent/endpoint-failure.js'
+import { RunnerLostError } from '../../dist/parent/runners/remote-child.js'
+import { subagentError, SubagentError, SubagentTypeError } from '../../dist/protocol/errors.js'
+
+describe('the error classes', () => {
+  const cases: Array<[Error, new (...args: never[]) => Error, string, string, boolean]> = [
+    [new InvalidOptionError('pool.maxThreads', 0, 'a whole number >= 1'), InvalidOptionError, 'InvalidOptionError', 'ERR_SUBAGENT_OPTION', true],
+    [new UnsupportedSchemaError('no'), UnsupportedSchemaError, 'UnsupportedSchemaError', 'ERR_SUBAGENT_SCHEMA', true],
+    [new SubagentDepthError(3, 2), SubagentDepthError, 'SubagentDepthError', 'ERR_SUBAGENT_DEPTH', false],
+    [new ProtocolError('bad'), ProtocolError, 'ProtocolError', 'ERR_SUBAGENT_PROTOCOL', false],
+    [new SessionLiveError('s1'), SessionLiveError, 'SessionLiveError', 'ERR_SUBAGENT_SESSION_LIVE', false],
+    [new ModelEndpointError('down', { status: 503 }), ModelEndpointError, 'ModelEndpointError', 'ERR_SUBAGENT_MODEL_ENDPOINT', false],
+    [new RunnerLostError('gone'), RunnerLostError, 'RunnerLostError', 'ERR_SUBAGENT_RUNNER_LOST', false],
+  ]
+
+  for (const [error, own, name, code, typeError] of cases) {
+    it(`${name} is a SubagentError with ${code}`, () => {
+      expect(error).toBeInstanceOf(own)
+      expect(error).toBeInstanceOf(SubagentError)
+      expect(error).toBeInstanceOf(Error)
+      expect(error instanceof TypeError).toBe(typeError)
+      expect(error instanceof SubagentTypeError).toBe(typeError)
+      expect({ name: error.name, code: (error as SubagentError).code }).toEqual({ name, code })
+    })
+  }
+
+  it('a class check stays its own: one class is not another', () => {
+    expect(new ProtocolError('bad')).not.toBeInstanceOf(SessionLiveError)
+    expect(new InvalidOptionError('x', 1, 'y')).not.toBeInstanceOf(UnsupportedSchemaError)
+    expect(new Error('plain')).not.toBeInstanceOf(SubagentError)
+    expect(new TypeError('plain')).not.toBeInstanceOf(SubagentError)
+  })
+
+  it('the factory makes the built-in kind its code names, with the built-in name', () => {
+    const type = subagentError('ERR_SUBAGENT_ARGUMENT', 'x must be a string')
+    expect(type).toBeInstanceOf(TypeError)
+    expect(type).toBeInstanceOf(SubagentError)
+    expect({ name: type.name, code: type.code, message: type.message }).toEqual({ name: 'TypeError', code: 'ERR_SUBAGENT_ARGUMENT', message: 'x must be a string' })
+    const plain = subagentError('ERR_SUBAGENT_HOST_CLOSED', 'closed')
+    expect(plain instanceof TypeError).toBe(false)
+    expect({ name: plain.name, code: plain.code }).toEqual({ name: 'Error', code: 'ERR_SUBAGENT_HOST_CLOSED' })
+  })
+})
