@@ -30,7 +30,7 @@ import { DEFAULT_ABORT_GRACE_MS } from '../parent/runners/grace.js'
 import { openWorkerThread } from '../parent/runners/endpoints/worker-thread.js'
 import { HostLink } from '../remote/host-link.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
-import { RelayedChild } from '../remote/relayed-child.js'
+import { RelayedChild, type PlaceAgain } from '../remote/relayed-child.js'
 import { decode, encode, readJob } from '../remote/envelope.js'
 import { DEFAULT_QUEUE, hostChannel, nodeChannel, QUEUE_DEPTHS, queueName, validQueueName } from './names.js'
 import { subagentError } from '../protocol/errors.js'
@@ -213,10 +213,12 @@ class Node implements WorkerNode {
     if (agentModule instanceof Error) return link.createFailed(create.child, agentModule)
     const pool = this.#poolFor(depth, config)
     const graceMs = config.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS
+    // A child whose thread went is rebuilt on another thread of this pool, ahead of new starts (CONTRACT.md §8).
+    const placeAgain: PlaceAgain = async (moving, build) => void (await pool.place(AbortSignal.any([moving, link.signal]), build, true))
     let child: RelayedChild
     try {
       child = await pool.place(signal, (thread) => {
-        const relayed = new RelayedChild(create, link, thread, graceMs)
+        const relayed = new RelayedChild(create, link, thread, graceMs, placeAgain)
         link.adopt(relayed)
         return relayed
       })

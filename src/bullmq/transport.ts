@@ -23,9 +23,9 @@ import type { ChildSpec } from '../protocol/child.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
 import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import { SilenceJudge } from '../parent/runners/liveness.js'
-import { RemoteChild } from '../parent/runners/remote-child.js'
+import type { RunnerChannel } from '../parent/runners/channel.js'
+import { RemoteChild, type Replace } from '../parent/runners/remote-child.js'
 import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportContext } from '../parent/transport.js'
-import type { Placement } from '../parent/types.js'
 import { NodeLink } from '../remote/node-link.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
 import { childJob, decode, encode, takesOf, type TakeMessage } from '../remote/envelope.js'
@@ -100,15 +100,14 @@ function settingsOf(options: BullmqTransportOptions): Settings {
   }
 }
 
-/** A start waiting in the queue for a node to take it. */
+/** A child waiting in the queue for a node to take it: a start, or a child moved off a node that died. */
 interface Queued {
   spec: ChildSpec
-  mirror: ChildMirror
-  placement: Placement
   job: Promise<Job> | undefined
   /** Sweeps in a row that found its job gone from Redis while no node had spoken of the child. */
   missing: number
-  claimed(child: RemoteChild): void
+  /** A node holding its job took it: the child is built over that node's link, now. */
+  claimed(channel: RunnerChannel): void
   failed(error: unknown): void
 }
 
@@ -146,16 +145,35 @@ class BullmqTransport implements ChildTransport {
   }
 
   async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
+    const placement = this.#context.placement(spec.id)
+    const graceMs = this.#context.abortGraceMs + NODE_GRACE_MARGIN_MS
+    // A child moved off a node that died (CONTRACT.md §10) is queued again, for another node.
+    const replace: Replace = async (moving, build) => void (await this.#enqueue(spec, moving, build))
+    const child = await this.#enqueue(spec, signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs, replace }))
+    await child.created(signal)
+    return child
+  }
+
+  /** Queues a job for the child and waits for a node holding it to take it; `build` makes the child on that node's link. */
+  async #enqueue<T>(spec: ChildSpec, signal: AbortSignal, build: (channel: RunnerChannel) => T): Promise<T> {
     if (this.#closing) throw hostClosed('start more subagents')
     if (signal.aborted) throw signal.reason
     // Nodes answer on this host's channel: it must be listened to before any node can learn of it.
     await this.#redis(this.#subscribed, 'subscribe to its Redis channel')
-    const placement = this.#context.placement(spec.id)
-    let claimed!: (child: RemoteChild) => void
+    let claimed!: (channel: RunnerChannel) => void
     let failed!: (error: unknown) => void
-    const taken = new Promise<RemoteChild>((resolve, reject) => ((claimed = resolve), (failed = reject)))
+    const taken = new Promise<T>((resolve, reject) => {
+      claimed = (channel) => {
+        try {
+          resolve(build(channel))
+        } catch (error) {
+          reject(error)
+        }
+      }
+      failed = reject
+    })
     taken.catch(() => {}) // awaited below unless adding the job failed first
-    const queued: Queued = { spec, mirror, placement, job: undefined, missing: 0, claimed, failed }
+    const queued: Queued = { spec, job: undefined, missing: 0, claimed, failed }
     this.#queued.set(spec.id, queued)
     const onAbort = () => this.#giveUp(queued, signal.reason)
     signal.addEventListener('abort', onAbort, { once: true })
@@ -163,9 +181,7 @@ class BullmqTransport implements ChildTransport {
       queued.job = this.#queue(spec.header.delegationDepth ?? 1).add('child', childJob(this.#id, spec.id), JOB_OPTIONS)
       queued.job.catch(() => {})
       await Promise.race([this.#redis(queued.job, 'add the child to the queue'), taken])
-      const child = await taken
-      await child.created(signal)
-      return child
+      return await taken
     } catch (error) {
       this.#giveUp(queued, error)
       throw error
@@ -212,8 +228,7 @@ class BullmqTransport implements ChildTransport {
     if (holds instanceof Error) this.#giveUp(queued, holds)
     if (holds !== true || this.#queued.get(id) !== queued || link.ended) return link.refuse(id)
     this.#queued.delete(id)
-    const graceMs = this.#context.abortGraceMs + NODE_GRACE_MARGIN_MS
-    queued.claimed(new RemoteChild(queued.spec, queued.mirror, link.channel, { placement: queued.placement, graceMs }))
+    queued.claimed(link.channel)
   }
 
   /**
@@ -276,7 +291,7 @@ class BullmqTransport implements ChildTransport {
 
   /** One heartbeat: a node that left its ping unanswered too long is gone; every other is pinged. */
   #check(): void {
-    const suspects = this.#judge.check(this.#links.values(), (link) => (link.ended ? undefined : link.channel.pinged), (link, ms) => link.silent(ms, this.#silenceCause()))
+    const suspects = this.#judge.check(this.#links.values(), (link) => (link.ended ? undefined : link.channel.pinged), (link, ms) => link.silent(ms, this.#silenceCause(), this.#otherNode(link)))
     const at = this.#judge.mark()
     for (const link of this.#links.values()) if (!suspects.has(link)) link.channel.ping(at)
   }
@@ -315,6 +330,12 @@ class BullmqTransport implements ChildTransport {
     if (state === 'unknown' || state === 'failed') return true
     if (state !== 'active') return false
     return (await this.#publisher.exists(`${job.queueQualifiedName}:${job.id}:lock`)) === 0
+  }
+
+  /** Whether another node is linked to this host: somewhere a dead node's children can go (with none, they would wait for a node that may never come). */
+  #otherNode(gone: NodeLink): boolean {
+    for (const link of this.#links.values()) if (link !== gone && !link.ended) return true
+    return false
   }
 
   #silenceCause(): string {

@@ -12,7 +12,8 @@
  *               that broke the protocol); rpc replies.
  *               runner: created | create-failed; events; rpc calls; idle (the one-shot turn is
  *               over and the runner let the child go); dropped (after a drop); failed; ended
- *               (a node: the thread it ran on is gone, and why).
+ *               (a node: the thread it ran on is gone, and why; a movable child waits there for
+ *               the host's create or drop).
  *   liveness    host: ping {n}; runner: pong {n}.
  *   going down  runner: crashed {error}, when an uncaught error is about to end it (a runner
  *               whose host cannot see the error itself, such as a child process).
@@ -29,7 +30,7 @@ import type { StreamChunkSchema } from './stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 7
+export const PROTOCOL_VERSION = 8
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -94,8 +95,12 @@ export const RunnerMessage = {
     variant('dropped', { child }),
     /** The runner had to give up on one child (a message of it could not be sent). */
     variant('failed', { child, error: WireError }),
-    /** A node's thread ended under the child (a crash, the grace running out): how it ended. */
-    variant('ended', { child, stopReason: { enum: ['error', 'aborted'] }, diagnostic: string }),
+    /**
+     * A node's thread ended under the child (a crash, the grace running out): how it ended.
+     * `movable`: for a fault its thread-mates survive (CONTRACT.md §8); the node holds the child
+     * until the host rebuilds it there (a create) or lets it go (a drop).
+     */
+    variant('ended', { child, stopReason: { enum: ['error', 'aborted'] }, diagnostic: string, movable: boolean }, ['movable']),
     RpcCall,
     RpcCancel,
     variant('pong', { n: count }),

@@ -84,7 +84,7 @@ export class HostLink implements HostEnd {
 
   /** Ends every child now with `fault` (the node is shutting down); the host hears it. */
   endAll(fault: Fault): void {
-    for (const child of [...this.#children.values()]) child.end(fault, true)
+    for (const child of [...this.#children.values()]) child.end(fault)
   }
 
   send(message: RunnerMessage): void {
@@ -157,8 +157,11 @@ export class HostLink implements HostEnd {
         return this.#outbox.push({ type: 'pong', n: message.n })
       case 'bye':
         return this.close('the host said bye')
-      case 'create':
-        return this.#given(message)
+      case 'create': {
+        // A child whose thread went, rebuilt by the host from its copy: on another thread of this node.
+        const held = this.#children.get(message.child)
+        return held?.held ? held.fromHost(message) : this.#given(message)
+      }
       case 'drop':
         if (this.#taking.has(message.child)) return this.#dropTaken(message.child)
         return this.#children.get(message.child)?.fromHost(message)

@@ -15,6 +15,7 @@
  */
 import { RunnerChannel, type Culprit, type Fault, type RunnerKind } from '../parent/runners/channel.js'
 import type { HostMessage, RunnerConfig } from '../protocol/messages.js'
+import type { Mobility } from '../parent/runners/move-point.js'
 import { takesOf, type TakeMessage } from './envelope.js'
 
 const KIND: RunnerKind = { noun: 'node', ended: 'given up on' }
@@ -64,17 +65,23 @@ export class NodeLink {
     this.channel.send({ type: 'drop', child })
   }
 
-  /** The heartbeat's verdict (see SilenceJudge): the node left a ping unanswered for `silentMs`, so it is gone. */
-  silent(silentMs: number, why: string): void {
-    this.stop({ stopReason: 'error', diagnostic: `node ${this.node} stopped answering for ${Math.round(silentMs)} ms (${why}), so its children were given up` })
+  /**
+   * The heartbeat's verdict (see SilenceJudge): the node left a ping unanswered for `silentMs`, so
+   * it is gone. `movable`: another node can take its children, so those a host call held move
+   * (CONTRACT.md §10); the node's last frames may be lost, so no other child does.
+   */
+  silent(silentMs: number, why: string, movable = false): void {
+    const gone = `node ${this.node} stopped answering for ${Math.round(silentMs)} ms (${why})`
+    const diagnostic = movable ? `${gone}: its children waiting on the host were placed again, the others given up` : `${gone}, so its children were given up`
+    this.stop({ stopReason: 'error', diagnostic }, undefined, movable ? 'held' : undefined)
   }
 
-  /** Ends every child on the node with `fault` (the culprit with its own) and tells the node to let them go. */
-  stop(fault: Fault, culprit?: Culprit): void {
+  /** Ends every child on the node with `fault` (the culprit with its own), or moves it as `movable` allows, and tells the node to let them go. */
+  stop(fault: Fault, culprit?: Culprit, movable?: Mobility): void {
     if (this.#ended) return
     this.#ended = true
     this.#options.send([{ type: 'bye' }])
-    this.channel.end(fault, culprit)
+    this.channel.end(fault, culprit, movable)
     this.#options.ended(this)
   }
 }

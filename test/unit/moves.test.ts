@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { composeChild } from '../../dist/agent/child.js'
 import { CallLedger } from '../../dist/parent/runners/call-ledger.js'
-import { movePoint, type RunnerHooks } from '../../dist/parent/runners/move-point.js'
+import { movePoint, type Mobility, type RunnerHooks } from '../../dist/parent/runners/move-point.js'
 import { ScriptedModel, textResponse, type SessionEvent } from 'subagent-worker'
 
 type Raw = { type: string; data: unknown }
@@ -20,8 +20,8 @@ const message = (...calls: ReturnType<typeof call>[]): Raw => ({ type: 'assistan
 const result = (callId: string, name: string, isError = false): Raw => ({ type: 'tool/result', data: { callId, name, isError, content: [{ type: 'text', text: 'ok' }] } })
 
 const noHooks: RunnerHooks = new Set()
-function where(raw: Raw[], ledger = new CallLedger(), overrides: { hooks?: RunnerHooks; hostModel?: boolean; maxParallel?: number } = {}) {
-  return movePoint({ events: session(raw), from: 0, ledger, hostModel: overrides.hostModel ?? true, hooks: 'hooks' in overrides ? overrides.hooks : noHooks, maxParallel: overrides.maxParallel ?? 8 })
+function where(raw: Raw[], ledger = new CallLedger(), overrides: { hooks?: RunnerHooks; hostModel?: boolean; maxParallel?: number; mobility?: Mobility } = {}) {
+  return movePoint({ events: session(raw), from: 0, ledger, hostModel: overrides.hostModel ?? true, hooks: 'hooks' in overrides ? overrides.hooks : noHooks, maxParallel: overrides.maxParallel ?? 8, mobility: overrides.mobility ?? 'heard' })
 }
 /** A ledger with a host tool run for each id (done ones answered). */
 function ledgerWith(running: string[], done: string[] = []): CallLedger {
@@ -72,6 +72,21 @@ describe('where a child is when its runner goes', () => {
   it('a captured structured value concludes the step: it moves to end its turn, whatever its hooks', () => {
     const captured = [...start, message(call('s', 'structured_output', '{"n":1}')), result('s', 'structured_output')]
     expect(where(captured, undefined, { hooks: new Set(['beforeStep']) })).toEqual({ kind: 'continue', concluded: true })
+  })
+
+  it("a node that died ('held': its last frames may be lost): only a child a host call in flight holds moves", async () => {
+    const held = { mobility: 'held' } as const
+    const model = new CallLedger()
+    void model.model(() => new Promise(() => {}))
+    expect(where([...start], model, held)).toEqual({ kind: 'continue', concluded: false })
+    expect(where([...start, message(call('a', 'host_tool'))], ledgerWith(['a']), held)).toEqual({ kind: 'continue', concluded: false })
+    // Between steps, never begun, its host tools all done, or a captured value: lost frames may hide what came next.
+    expect(where([...start, message(call('h', 'host_tool')), result('h', 'host_tool')], undefined, held)).toBeUndefined()
+    expect(where([], undefined, held)).toBeUndefined()
+    const done = ledgerWith([], ['a'])
+    await done.tools.get('a')!.reply
+    expect(where([...start, message(call('a', 'host_tool'))], done, held)).toBeUndefined()
+    expect(where([...start, message(call('s', 'structured_output', '{"n":1}')), result('s', 'structured_output')], undefined, held)).toBeUndefined()
   })
 })
 

@@ -17,7 +17,7 @@ import { describeShape } from '../../protocol/values.js'
 import { messageOf } from '../../protocol/errors.js'
 import { FrameIntake } from './intake.js'
 import type { ChildOutcome } from '../transport.js'
-import type { RunnerHooks } from './move-point.js'
+import type { Mobility, RunnerHooks } from './move-point.js'
 import { versionMismatchText } from '../../protocol/errors.js'
 import type { Mark } from './liveness.js'
 
@@ -32,8 +32,8 @@ export interface ChannelChild {
   receive(message: Extract<RunnerMessage, { child: string }>): void
   /** The exchange about this child broke; `what` says how. */
   broken(what: string): void
-  /** The runner is gone; `movable`: for a fault a thread-mate survives (CONTRACT.md §8), so the child may move. */
-  end(fault: Fault, movable: boolean): void
+  /** The runner is gone; `movable`: for a fault a thread-mate survives (CONTRACT.md §8), so the child may move, judged as it says. */
+  end(fault: Fault, movable: Mobility | undefined): void
 }
 
 /** What kind of runner a channel leads to, as diagnostics name it. */
@@ -219,9 +219,9 @@ export class RunnerChannel {
   /**
    * The runner is gone: every child still on it ends with `fault` (the culprit with its own).
    * `movable`: it went for a fault its other children survive (a culprit, a crash, silence), not
-   * because the host closed or distrusted it.
+   * because the host closed or distrusted it; and how much of what it sent the host has read.
    */
-  end(fault: Fault, culprit?: Culprit, movable = false): void {
+  end(fault: Fault, culprit?: Culprit, movable?: Mobility): void {
     if (this.#ended) return
     if (!this.#distrusted) this.#intake.drain()
     this.#intake.close()
@@ -230,9 +230,10 @@ export class RunnerChannel {
     const children = [...this.#children.values()]
     // A runner that went of itself with one child on it was taken down by that child (a timer
     // that throws after its tool returned, say): the crash is its own, and moving it would replay it.
-    const mates = movable && (culprit !== undefined || children.length > 1)
+    // A node that died was not: its children's code runs on its threads.
+    const mates = movable === 'held' || culprit !== undefined || children.length > 1 ? movable : undefined
     for (const child of children) {
-      if (culprit?.child === child) child.end(culprit.fault, false)
+      if (culprit?.child === child) child.end(culprit.fault, undefined)
       else child.end(fault, mates)
     }
     this.#dropping.clear()

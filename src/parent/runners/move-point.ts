@@ -16,6 +16,15 @@ import type { CallLedger } from './call-ledger.js'
 /** The module hooks a runner has (from its `ready`); undefined when it did not say. */
 export type RunnerHooks = ReadonlySet<'beforeStep' | 'afterTool'> | undefined
 
+/**
+ * What the host judges a child's whereabouts from when its runner went (CONTRACT.md §8):
+ * `heard`: every frame the runner sent was read (a thread's, a process's, a node's thread's,
+ * which the node relays in order before it says the thread ended); `held`: the runner's last
+ * frames may be lost (a node that died: what it published last may never have reached Redis),
+ * so only a child that a host call in flight holds is sure to be where the host last saw it.
+ */
+export type Mobility = 'heard' | 'held'
+
 /** How a moved child goes on: its turn never began (publish it again), or it continues the open one. */
 export type MovePoint = { kind: 'publish' } | { kind: 'continue'; concluded: boolean }
 
@@ -29,12 +38,14 @@ export interface Whereabouts {
   hooks: RunnerHooks
   /** Tool calls of one step its loop runs at once. */
   maxParallel: number
+  mobility: Mobility
 }
 
 export function movePoint(where: Whereabouts): MovePoint | undefined {
   const { events, from, ledger, hooks } = where
   // Nothing of the module runs before the next host model request: no beforeStep hook, a host model.
-  const betweenSteps = where.hostModel && hooks !== undefined && !hooks.has('beforeStep')
+  // Only when every frame was heard: a lost frame may hide the module code that began after it.
+  const betweenSteps = where.mobility === 'heard' && where.hostModel && hooks !== undefined && !hooks.has('beforeStep')
   let start = events.length - 1
   while (start >= from && events[start]!.type !== 'turn/start' && events[start]!.type !== 'turn/end') start--
   if (start < from) return betweenSteps ? { kind: 'publish' } : undefined
@@ -57,9 +68,10 @@ export function movePoint(where: Whereabouts): MovePoint | undefined {
   // No step yet, or its model request returned and nothing after it began.
   if (calls === undefined) return betweenSteps ? { kind: 'continue', concluded: false } : undefined
   const concluded = ledger.concluded || structured
+  const held = where.mobility === 'held'
   // A step whose message has no calls ends the turn: only its end was lost.
   if (calls.length === 0 && !hasResults(events, start)) return undefined
-  if (calls.length === 0) return betweenSteps || concluded ? { kind: 'continue', concluded } : undefined
+  if (calls.length === 0) return betweenSteps || (concluded && !held) ? { kind: 'continue', concluded } : undefined
 
   // Calls start in order: those that began are a prefix of the ones without a result, and each
   // must be a host tool (in flight, or done with no afterTool hook to run on its result).
@@ -72,6 +84,8 @@ export function movePoint(where: Whereabouts): MovePoint | undefined {
     if (!run.done) inFlight++
     began++
   }
+  // A step whose host tools are all done may have gone on in frames that were lost.
+  if (held && inFlight === 0) return undefined
   // The rest never began when every slot of its loop holds a host tool still running.
   if (began === calls.length || inFlight >= where.maxParallel) return { kind: 'continue', concluded }
   return undefined

@@ -37,7 +37,7 @@ import { hostCalls } from './host-calls.js'
 import type { ChildOutcome } from '../transport.js'
 import type { ChildHandle, ChildMirror } from '../transport.js'
 import type { Placement } from '../types.js'
-import { movePoint, type MovePoint } from './move-point.js'
+import { movePoint, type Mobility, type MovePoint } from './move-point.js'
 
 const RELEASED: ChildOutcome = { fault: { stopReason: 'aborted', diagnostic: 'the child was released' } }
 /** What a host call still running learns when its child ends: the abort reason of its signal. */
@@ -202,6 +202,11 @@ export class RemoteChild implements ChildHandle, ChannelChild {
         return this.#settle({ fault: { stopReason: 'error', diagnostic: `the child's runner had to stop it: ${message.error.message}` } }, 'runner-let-go')
       case 'ended': {
         const fault = { stopReason: message.stopReason, diagnostic: message.diagnostic }
+        // A node's thread went under it, for a fault its mates survive: the node holds it until the
+        // host says (a create rebuilds it on another of the node's threads, a drop lets it go).
+        if (message.movable && (this.#phase === 'running' || this.#phase === 'rebuilding')) {
+          return this.#lost(fault, 'heard', 'drop', async (_signal, build) => build(this.#channel))
+        }
         return this.#settle({ fault }, 'runner-let-go', () => subagentError('ERR_SUBAGENT_CHILD_ENDED', fault.diagnostic))
       }
       case 'rpc/call':
@@ -221,14 +226,22 @@ export class RemoteChild implements ChildHandle, ChannelChild {
    * survives (CONTRACT.md §8); the child then moves when no module code of it was running, else
    * whatever it was doing is over.
    */
-  end(fault: Fault, movable = false): void {
-    const point = movable ? this.#movePoint() : undefined
-    if (!point) return this.#settle({ fault }, 'runner-gone', () => new RunnerLostError(fault.diagnostic))
+  end(fault: Fault, movable?: Mobility): void {
+    this.#lost(fault, movable, 'runner-gone', this.#options.replace)
+  }
+
+  /**
+   * Moves the child (at most MAX_MOVES times) when the host's copy says it may, with `replace`;
+   * else it ends with `fault`, its runner told as `parting` says.
+   */
+  #lost(fault: Fault, movable: Mobility | undefined, parting: Parting, replace: Replace | undefined): void {
+    const point = movable && replace ? this.#movePoint(movable) : undefined
+    if (!point) return this.#settle({ fault }, parting, () => new RunnerLostError(fault.diagnostic))
     if (this.#moves >= MAX_MOVES) {
       const diagnostic = `${fault.diagnostic}; the child was not moved again: it had already been moved to another runner ${MAX_MOVES} times, the most a child may be`
-      return this.#settle({ fault: { stopReason: 'error', diagnostic } }, 'runner-gone')
+      return this.#settle({ fault: { stopReason: 'error', diagnostic } }, parting)
     }
-    this.#moveOff(fault.diagnostic, point)
+    this.#moveOff(fault.diagnostic, point, replace!)
   }
 
   /** The exchange with the runner about this child broke (a malformed message, one that could not be sent). */
@@ -262,8 +275,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   }
 
   /** Where the child is, as the host knows it: whether it may move, and how it then goes on. */
-  #movePoint(): MovePoint | undefined {
-    if (!this.#options.replace) return undefined
+  #movePoint(mobility: Mobility): MovePoint | undefined {
     if (this.#phase === 'rebuilding') return this.#move?.point
     if (this.#phase !== 'running' || this.#grace) return undefined
     return movePoint({
@@ -273,11 +285,12 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       hostModel: this.#options.placement.models.has(this.#spec.options.provider ?? ''),
       hooks: this.#channel.hooks,
       maxParallel: this.#channel.config.maxParallelToolCalls ?? 1,
+      mobility,
     })
   }
 
   /** Leaves the dead runner: its model request is dropped (made again), its host tools go on; a slot elsewhere is sought. */
-  #moveOff(reason: string, point: MovePoint): void {
+  #moveOff(reason: string, point: MovePoint, replace: Replace): void {
     this.#ledger.detach()
     this.#rpc.close(RUNNER_GONE)
     this.#channel.part(this, false)
@@ -287,7 +300,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     const placing = new AbortController()
     this.#move = { point, placing }
     this.#phase = 'placing'
-    this.#options.replace!(placing.signal, (channel) => this.#rebuild(channel)).catch((error: unknown) => {
+    replace(placing.signal, (channel) => this.#rebuild(channel)).catch((error: unknown) => {
       if (placing.signal.aborted) return
       this.#settle({ fault: { stopReason: 'error', diagnostic: `${reason}; the child could not be moved to another runner: ${messageOf(error)}` } }, 'runner-gone')
     })

@@ -121,7 +121,7 @@ export class RunnerSite {
     clearTimeout(this.#exitWait)
     const fault = this.#stopping?.fault ?? this.#endpoint.faultOf(exit, this.#crash)
     // A runner that went of itself (a crash, the heap limit) leaves its children movable.
-    this.channel.end(fault, this.#stopping?.culprit, this.#stopping?.movable ?? true)
+    this.channel.end(fault, this.#stopping?.culprit, (this.#stopping?.movable ?? true) ? 'heard' : undefined)
     this.#endpoint.hold(false)
     this.#markExited()
     this.#options.exited(this)
