@@ -20,7 +20,7 @@ import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun } from './run.js'
 import type { SessionWriter } from './stores/store.js'
 import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
-import { ContinuableChild } from './continuable.js'
+import { ContinuableChild, type ContinuableInit } from './continuable.js'
 import { ChildWatch, type Mirror } from './watch.js'
 import { delegatingCallOf } from './delegating-call.js'
 import type { ContinuableRun, ContinuableStartRequest, HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from '../types.js'
@@ -85,20 +85,9 @@ async function run(host: ProviderHost, provider: string, fork: boolean, request:
 }
 
 /** What the creation transaction leaves: a published child, built on its transport, its run not begun. */
-interface Published {
-  started: SubagentStartEvent
-  handle: ChildHandle
-  spec: ChildSpec
-  mirror: Mirror
-  childMirror: ChildMirror
-  watch: ChildWatch
-  writer: SessionWriter
-  prompt: ContentBlock[]
-  signal: AbortSignal
+interface Published extends ContinuableInit {
   options: AgentOptions
   seedLength: number
-  budget: Budget
-  spent?: LimitReason
 }
 
 type Mode = ChildDescriptor['mode']
