@@ -4,7 +4,6 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { ChildDescriptor, ChildSpec } from '../../agent/child.js'
-import type { LimitReason } from '../../agent/limit-stop.js'
 import { toContent } from '../../agent/loop.js'
 import { toJsonSchema } from '../../agent/to-json-schema.js'
 import { checkToolFilter, type ToolFilter } from '../../agent/tools.js'

@@ -2,7 +2,7 @@
  * A published delegation: drives the child's one turn, turns the parent's abort into a cancel,
  * extracts the result, and tears the child down on dispose (CONTRACT.md §2).
  */
-import type { AgentOptions, AgentView } from '../../agent/view.js'
+import type { AgentOptions } from '../../agent/view.js'
 import { textOf, type ContentBlock } from '../../protocol/content.js'
 import type { SessionEvent } from '../../protocol/session.js'
 import { limitDiagnostic, type LimitReason } from '../../agent/limit-stop.js'
