@@ -138,6 +138,9 @@ export class Budget {
     // maxSteps bounds a turn. (A one-shot child has one; a runner that invents turns to reset
     // this count still meets the host's own count of the host-placed requests it served.)
     if (event.type === 'turn/start') this.#reportedSteps = 0
+    // A move (CONTRACT.md §8): a request served whose message the dead runner never recorded is
+    // made again on the new runner, so its usage would count twice; own usage is what the session holds.
+    if (event.type === 'child/moved') this.#spend(() => void (this.#served = this.#reported))
     if (event.type !== 'assistant/message') return
     this.#reportedSteps++
     const { maxSteps } = this.limits
