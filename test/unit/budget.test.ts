@@ -62,6 +62,19 @@ describe('the host budget', () => {
     expect(Budget.inherit(root.budget)).toEqual({ limits: {}, spent })
   })
 
+  it('a move drops the usage served for a request the session never recorded: made again, it counts once, here and in the parent', async () => {
+    const root = budget({})
+    const child = budget({}, root.budget)
+    // Served by the host; the runner died before the step's message was recorded.
+    await drain(meteredModel(model, child.budget))
+    child.budget.observe({ seq: 2, type: 'child/moved', data: { reason: 'the runner exited with code 7' } })
+    // Made again on the new runner, and recorded this time.
+    await drain(meteredModel(model, child.budget))
+    child.budget.observe({ seq: 3, type: 'assistant/message', data: { content: [], usage: { inputTokens: 30, outputTokens: 10 } } })
+    expect(child.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
+    expect(root.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
+  })
+
   it('stops a runner whose events show a step beyond its bound', () => {
     const { budget: node, stops } = budget({ maxSteps: 1 })
     const message = { seq: 0, type: 'assistant/message', data: { content: [] } } satisfies SessionEvent
