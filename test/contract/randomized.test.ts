@@ -179,14 +179,13 @@ describe.each(TRANSPORTS)('randomized lifecycles [%s]', (transport) => {
   }, 180_000)
 })
 
-
 /**
  * Runner kills (CONTRACT.md §8, thread-mates survive): each round starts children on a pool of
  * two runners, four children a runner, and kills the runner of a waiting child at a seeded point
  * in the order the children reach their wait: a process by SIGKILL, a thread by the fixture's
- * exit channel (the thread exits, wherever its children are). A child
- * waits on its host model, on a host tool, or inside a module tool; each first runs the module
- * tool `tally`, which writes a line a run to a file. Whatever the point: every child that was
+ * exit channel (the thread exits, wherever its children are). A child waits on its host model,
+ * on a host tool, or inside a module tool; each first runs the module tool `tally`, which writes
+ * a line a run to a file. Whatever the point: every child that was
  * waiting on the host when its runner died completes with exactly its answer and one
  * `child/moved`, no module tool ran twice, and a child that ends error was on the killed runner
  * and not waiting on the host.
