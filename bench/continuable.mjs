@@ -15,28 +15,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createHost, ScriptedModel, textResponse, toolCallResponse } from '../dist/index.js'
+import { discard, heap } from './memory-support.mjs'
 
 if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc')
 const IDLE = Number(process.argv[2] ?? 1000)
 const ROUNDS = Number(process.argv[3] ?? 9)
-
-/** A store that keeps nothing: the memory store would keep every transcript twice over. */
-const discard = {
-  async create() {},
-  async append() {},
-  async read() {
-    return undefined
-  },
-  async list() {
-    return { sessions: [], unreadable: [] }
-  },
-  async delete() {},
-}
-
-function heap() {
-  for (let i = 0; i < 4; i++) globalThis.gc()
-  return process.memoryUsage().heapUsed
-}
 
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b)

@@ -9,30 +9,13 @@
 // which grow with the events and which do not.
 // Run after `npm run build`: node --expose-gc bench/events-memory.mjs [children] [readers]
 import { createHost, ScriptedModel } from '../dist/index.js'
+import { discard, heap } from './memory-support.mjs'
 
 if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc')
 const CHILDREN = Number(process.argv[2] ?? 20)
 const READERS = Number(process.argv[3] ?? 10)
 
 const chunksOf = (events) => [...Array.from({ length: events }, (_, i) => ({ type: 'text-delta', text: `token${i} ` })), { type: 'finish', reason: 'stop' }]
-
-/** A store that keeps nothing. */
-const discard = {
-  async create() {},
-  async append() {},
-  async read() {
-    return undefined
-  },
-  async list() {
-    return { sessions: [], unreadable: [] }
-  },
-  async delete() {},
-}
-
-function heap() {
-  for (let i = 0; i < 4; i++) globalThis.gc()
-  return process.memoryUsage().heapUsed
-}
 
 /** CHILDREN settled runs (not disposed), each with `readers` iterators stalled after one event. */
 async function children(host, parent, readers) {
