@@ -12,7 +12,10 @@
  * BullMQ's lock renewals and stall checks), which grows with a run's length, and how many fetch
  * attempts find the queue empty (both nodes wake for each job).
  *
- *   npm run build && node bench/remote-commands.mjs [--total 400] [--in-flight 16] [--json FILE]
+ *   npm run build && node bench/remote-commands.mjs [--total 400] [--in-flight 16] [--cpu] [--json FILE]
+ *
+ * --cpu leaves MONITOR off (its feed costs Redis and this process CPU): commandstats only, and CPU
+ * per delegation for this process (host and nodes) and the Redis server.
  */
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -26,7 +29,7 @@ import { createHost, ScriptedModel, textResponse } from '../dist/index.js'
 import { bullmqTransport, startNode } from '../dist/bullmq/index.js'
 
 const { values } = parseArgs({
-  options: { total: { type: 'string', default: '400' }, 'in-flight': { type: 'string', default: '16' }, json: { type: 'string' } },
+  options: { total: { type: 'string', default: '400' }, 'in-flight': { type: 'string', default: '16' }, cpu: { type: 'boolean', default: false }, json: { type: 'string' } },
 })
 const TOTAL = Number(values.total)
 const IN_FLIGHT = Number(values['in-flight'])
@@ -70,6 +73,13 @@ async function startRedis(port) {
 function cpuUs(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+}
+
+/** Redis's socket reads and writes (`INFO stats`): a pipeline is one read however many commands it carries. */
+async function socketStats(admin) {
+  const text = await admin.info('stats')
+  const field = (name) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(text)?.[1] ?? NaN)
+  return { reads: field('total_reads_processed'), writes: field('total_writes_processed') }
 }
 
 /** `INFO commandstats` as { command: calls }. */
@@ -156,7 +166,8 @@ try {
   host = createHost({ transport: bullmqTransport({ connection: redis.url, queue: QUEUE, nodeSilenceMs: 30_000 }), agentModule: BENCH_MODULE })
   const parent = host.createAgent({ options: { provider: 'bench', model: 'scripted' } })
   await round(host, parent, Math.min(TOTAL, 100)) // links open, threads warm
-  const seen = await watch(redis.url)
+  // MONITOR feeds every command back to us: it would weigh on the CPU figures.
+  const seen = values.cpu ? { sent: {}, inScripts: {}, stop() {} } : await watch(redis.url)
   await admin.config('RESETSTAT')
   const started = performance.now()
   const cpu0 = { ours: cpuUs(process.pid), redis: cpuUs(redis.pid) }
@@ -164,17 +175,20 @@ try {
   const cpu = { ours: (cpuUs(process.pid) - cpu0.ours) / TOTAL, redis: (cpuUs(redis.pid) - cpu0.redis) / TOTAL }
   const seconds = (performance.now() - started) / 1000
   const calls = await commandStats(admin)
+  const sockets = await socketStats(admin)
   seen.stop()
   // Ours, not the delegations'.
   for (const counts of [calls, seen.sent]) for (const name of ['info', 'config|resetstat', 'config']) delete counts[name]
   console.log(`Redis per remote delegation: ${TOTAL} one-step delegations, ${IN_FLIGHT} in flight, 2 nodes in this process (${seconds.toFixed(1)} s)`)
-  table('command sent by a client (MONITOR)', seen.sent)
-  table('command run inside a script (MONITOR)', seen.inScripts)
+  if (!values.cpu) table('command sent by a client (MONITOR)', seen.sent)
+  if (!values.cpu) table('command run inside a script (MONITOR)', seen.inScripts)
   table('command, all (INFO commandstats)', calls)
   console.log(`\npub/sub messages (frames) per delegation: ${((calls.publish ?? 0) / TOTAL).toFixed(2)}`)
-  // CPU moves with the machine's load (and MONITOR adds to Redis's): compare runs of one sitting only.
-  console.log(`CPU per delegation: host and nodes ${cpu.ours.toFixed(0)} µs, Redis ${cpu.redis.toFixed(0)} µs (with MONITOR on)`)
-  if (values.json) writeFileSync(values.json, JSON.stringify({ total: TOTAL, inFlight: IN_FLIGHT, seconds, cpuUs: cpu, calls, sent: seen.sent, inScripts: seen.inScripts }, null, 2))
+  // Writes include every pub/sub delivery (and MONITOR's feed, when it is on).
+  console.log(`Redis socket reads per delegation: ${(sockets.reads / TOTAL).toFixed(2)} (writes ${(sockets.writes / TOTAL).toFixed(2)})`)
+  // CPU moves with the machine's load: compare runs of one sitting only, and with --cpu (no MONITOR).
+  console.log(`CPU per delegation: host and nodes ${cpu.ours.toFixed(0)} µs, Redis ${cpu.redis.toFixed(0)} µs${values.cpu ? '' : ' (MONITOR on: run with --cpu for CPU)'}`)
+  if (values.json) writeFileSync(values.json, JSON.stringify({ total: TOTAL, inFlight: IN_FLIGHT, seconds, cpuUs: cpu, sockets, calls, sent: seen.sent, inScripts: seen.inScripts }, null, 2))
 } finally {
   await host?.close()
   await Promise.all(nodes.map((node) => node.close(0)))

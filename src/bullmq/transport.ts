@@ -28,7 +28,8 @@ import { RemoteChild, type Replace } from '../parent/runners/remote-child.js'
 import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportContext } from '../parent/transport.js'
 import { NodeLink } from '../remote/node-link.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
-import { childJob, decode, encode, takesOf, type TakeMessage } from '../remote/envelope.js'
+import { childJob, decode, encode, takesOf, type ChildJob, type TakeMessage } from '../remote/envelope.js'
+import { TurnBatch } from './turn-batch.js'
 import { DEFAULT_QUEUE, hostChannel, nodeChannel, queueName, validQueueName } from './names.js'
 import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, messageOf, subagentError, versionMismatchText } from '../protocol/errors.js'
 
@@ -120,8 +121,10 @@ class BullmqTransport implements ChildTransport {
   readonly #publisher: Redis
   readonly #subscriber: Redis
   readonly #subscribed: Promise<unknown>
-  /** By name: depths past QUEUE_DEPTHS share one. */
-  readonly #queues = new Map<string, Queue>()
+  /** By queue name (depths past QUEUE_DEPTHS share one), with its adds of a turn batched. */
+  readonly #queues = new Map<string, { queue: Queue; adds: TurnBatch<ChildJob, Job> }>()
+  /** The lock checks of a turn's takes, one transaction: each job's lock token and processedBy, by job key. */
+  readonly #claims = new TurnBatch<string, unknown[]>((keys) => this.#readClaims(keys))
   readonly #links = new Map<string, NodeLink>()
   readonly #queued = new Map<string, Queued>()
   readonly #heartbeat: NodeJS.Timeout
@@ -178,7 +181,7 @@ class BullmqTransport implements ChildTransport {
     const onAbort = () => this.#giveUp(queued, signal.reason)
     signal.addEventListener('abort', onAbort, { once: true })
     try {
-      queued.job = this.#queue(spec.header.delegationDepth ?? 1).add('child', childJob(this.#id, spec.id), JOB_OPTIONS)
+      queued.job = this.#queue(spec.header.delegationDepth ?? 1).adds.call(childJob(this.#id, spec.id))
       queued.job.catch(() => {})
       await Promise.race([this.#redis(queued.job, 'add the child to the queue'), taken])
       return await taken
@@ -200,7 +203,7 @@ class BullmqTransport implements ChildTransport {
     for (const queued of [...this.#queued.values()]) this.#giveUp(queued, closedWhileWaiting('in the queue'))
     for (const link of [...this.#links.values()]) link.stop({ stopReason: 'aborted', diagnostic: CLOSED_BEFORE_END })
     const bound = this.#settings.redisTimeoutMs
-    await Promise.allSettled([...this.#queues.values()].map((queue) => within(queue.close(), bound, () => 'queue close timed out')))
+    await Promise.allSettled([...this.#queues.values()].map(({ queue }) => within(queue.close(), bound, () => 'queue close timed out')))
     // QUIT answers after every command sent before it: the last frames (bye) reach Redis first.
     await Promise.all([quit(this.#publisher, bound), quit(this.#subscriber, bound)])
   }
@@ -239,13 +242,19 @@ class BullmqTransport implements ChildTransport {
   async #holds(queued: Queued, token: string, node: string): Promise<boolean | Error> {
     try {
       const job = await this.#redis(queued.job!, 'add the child to the queue')
-      const key = `${job.queueQualifiedName}:${job.id}`
-      const replies = await this.#redis(this.#publisher.multi().get(`${key}:lock`).hget(key, 'pb').exec(), `check node ${node}'s claim on the child's job`)
-      const [lock, processor] = (replies ?? []).map(([, value]) => value)
+      const [lock, processor] = await this.#redis(this.#claims.call(`${job.queueQualifiedName}:${job.id}`), `check node ${node}'s claim on the child's job`)
       return lock === token && processor === node
     } catch (error) {
       return error instanceof Error ? error : new Error(String(error))
     }
+  }
+
+  /** Each job's lock and processedBy, read in one transaction (BullMQ sets both in one script). */
+  async #readClaims(keys: string[]): Promise<unknown[][]> {
+    const transaction = this.#publisher.multi()
+    for (const key of keys) transaction.get(`${key}:lock`).hget(key, 'pb')
+    const values = ((await transaction.exec()) ?? []).map(([, value]) => value)
+    return keys.map((_, i) => values.slice(2 * i, 2 * i + 2))
   }
 
   #receive(bytes: Buffer): void {
@@ -357,15 +366,16 @@ class BullmqTransport implements ChildTransport {
     return client
   }
 
-  #queue(depth: number): Queue {
+  #queue(depth: number): { queue: Queue; adds: TurnBatch<ChildJob, Job> } {
     const name = queueName(this.#settings.queue, depth)
-    let queue = this.#queues.get(name)
-    if (!queue) {
-      queue = new Queue(name, { connection: this.#publisher })
+    let entry = this.#queues.get(name)
+    if (!entry) {
+      const queue = new Queue(name, { connection: this.#publisher })
       queue.on('error', (error: Error) => void (this.#lastRedisError = error))
-      this.#queues.set(name, queue)
+      entry = { queue, adds: new TurnBatch((jobs) => queue.addBulk(jobs.map((data) => ({ name: 'child', data, opts: JOB_OPTIONS })))) }
+      this.#queues.set(name, entry)
     }
-    return queue
+    return entry
   }
 
   /** Waits on Redis at most redisTimeoutMs; a failure or a timeout names what could not be done, where, and why. */
