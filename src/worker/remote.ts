@@ -8,7 +8,7 @@ import type { StreamChunk } from '../protocol/stream.js'
 import { ToolErrorCode } from '../protocol/session.js'
 import { validator } from '../protocol/validate.js'
 
-const isToolErrorCode = validator<ToolErrorCode>(ToolErrorCode)
+const isToolErrorCode = validator(ToolErrorCode)
 
 export function remoteModel(rpc: RpcClient, provider: string): Model {
   return {
