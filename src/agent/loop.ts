@@ -395,7 +395,7 @@ export class AgentRuntime implements Agent {
       const { events } = this.session
       for (; this.#counted < events.length; this.#counted++) {
         const { type, data } = events[this.#counted]!
-        const usage = type === 'assistant/message' ? (data as { usage?: Usage }).usage : undefined
+        const usage = type === 'assistant/message' ? data.usage : undefined
         if (usage) this.#spent += usage.inputTokens + usage.outputTokens
       }
       if (this.#spent >= budget) return limitReason('maxTotalTokens', budget)
@@ -413,12 +413,12 @@ export class AgentRuntime implements Agent {
     for (; this.#projected < events.length; this.#projected++) {
       const { type, data } = events[this.#projected]!
       if (type === 'user/message') {
-        this.#history.push({ role: 'user', content: (data as { content: ContentBlock[] }).content })
+        this.#history.push({ role: 'user', content: data.content })
       } else if (type === 'assistant/message') {
-        const { content } = data as { content: ContentBlock[] }
+        const { content } = data
         if (content.length > 0) this.#history.push({ role: 'assistant', content })
       } else if (type === 'tool/result') {
-        const { callId, name, isError, content } = data as ToolResultData
+        const { callId, name, isError, content } = data
         this.#history.push({ role: 'tool', callId, name, isError, content })
       }
     }
