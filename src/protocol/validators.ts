@@ -1,7 +1,7 @@
 /** The validators every boundary uses, compiled once each, each typed by its schema. */
 import { ContentBlock } from './content.js'
 import { HostFrame, HostMessage, RunnerFrame, RunnerMessage } from './messages.js'
-import { KnownSessionEvent, SessionEvent } from './session.js'
+import { KnownSessionEvent, SessionEvent, ToolErrorCode } from './session.js'
 import { StreamChunk } from './stream.js'
 import { validator } from './validate.js'
 
@@ -11,6 +11,7 @@ export const isKnownSessionEvent = validator(KnownSessionEvent, ContentBlock)
 /** Any well-formed event: what a foreign parent's session may contain. */
 export const isSessionEvent = validator(SessionEvent)
 export const isStreamChunk = validator(StreamChunk)
+export const isToolErrorCode = validator(ToolErrorCode)
 export const isHostFrame = validator(HostFrame, HostMessage, ContentBlock, StreamChunk)
 export const isHostMessage = validator(HostMessage, ContentBlock, StreamChunk)
 export const isRunnerFrame = validator(RunnerFrame, RunnerMessage, ContentBlock, KnownSessionEvent)

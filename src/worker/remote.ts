@@ -5,10 +5,7 @@ import { ToolError, type ToolDefinition } from '../agent/tools.js'
 import type { RemoteToolDescriptor } from '../protocol/child.js'
 import type { RpcClient } from '../protocol/rpc.js'
 import type { StreamChunk } from '../protocol/stream.js'
-import { ToolErrorCode } from '../protocol/session.js'
-import { validator } from '../protocol/validate.js'
-
-const isToolErrorCode = validator(ToolErrorCode)
+import { isToolErrorCode } from '../protocol/validators.js'
 
 export function remoteModel(rpc: RpcClient, provider: string): Model {
   return {
