@@ -1,10 +1,10 @@
 /** The frame protocol's shapes: validators accept what the two ends send and refuse anything else. */
 import { describe, expect, expectTypeOf, it } from 'vitest'
-import type { ContentBlock } from '../../dist/protocol/content.js'
+import type { ContentBlock } from '../../dist/protocol/shapes/content.js'
 import { PROTOCOL_VERSION, type HostMessage, type RunnerMessage } from '../../dist/protocol/messages.js'
 import type { ModelCall, RpcMethod, RpcPayload, RpcResult, ToolCall, ToolReply } from '../../dist/protocol/rpc.js'
-import type { KnownSessionEvent } from '../../dist/protocol/session.js'
-import type { StreamChunk } from '../../dist/protocol/stream.js'
+import type { KnownSessionEvent } from '../../dist/protocol/shapes/session.js'
+import type { StreamChunk } from '../../dist/protocol/shapes/stream.js'
 import type { Validator } from '../../dist/protocol/validate.js'
 import * as validators from '../../dist/protocol/validators.js'
 import { MAX_VALUE_DEPTH, tryClone, withinDepth } from '../../dist/protocol/values.js'
@@ -80,7 +80,7 @@ describe('values that cross', () => {
 
 describe('argument validators', () => {
   it('equal schemas share one compiled validator, so cloned schemas do not pile up', async () => {
-    const { argumentValidator } = await import('../../dist/agent/schema.js')
+    const { argumentValidator } = await import('../../dist/agent/tools/schema.js')
     const schema = () => ({ type: 'object', properties: { a: { type: 'string' } } })
     expect(argumentValidator(schema())).toBe(argumentValidator(schema()))
   })
