@@ -70,6 +70,7 @@ export type ToolResultData = Wire<typeof ToolResultData, [ContentBlockSchema]>
 /** How a child was started, recorded as its `subagent/descriptor` event. */
 export const ChildDescriptor = closed({ mode: { enum: ['one-shot', 'continuable'] }, provider: string, label: string }, ['label'])
 export type ChildDescriptor = Wire<typeof ChildDescriptor>
+/** 'one-shot', or 'continuable': a child that takes more work (CONTRACT.md §13). */
 export type ChildMode = ChildDescriptor['mode']
 
 const event = <const T extends string, const D extends JSONSchema>(type: T, data: D) => variant(type, { seq: count, data })
