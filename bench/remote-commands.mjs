@@ -51,6 +51,8 @@ function freePort() {
 async function startRedis(port) {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] })
   const exited = new Promise((resolve) => child.once('exit', resolve))
+  // Whatever ends this process, its Redis goes with it.
+  process.once('exit', () => child.kill('SIGTERM'))
   await new Promise((resolve, reject) => {
     let output = ''
     child.stdout.on('data', (chunk) => {
