@@ -1,7 +1,8 @@
 /**
  * The frame protocol between the host and a runner (the side that runs children: a worker
  * thread, a child process, or a node that relays to its own threads). Wire-agnostic: a frame is an
- * array of messages, sent as one unit over anything that carries structured-clone data in order.
+ * array of messages, sent as one unit over anything that carries structured-clone data in order;
+ * a runner's frame crosses as its JSON text where that is exact (frame-text.ts; since v9).
  * Children are multiplexed by id; each side sends at most one frame per event-loop turn (see
  * Outbox).
  *
@@ -30,7 +31,7 @@ import type { StreamChunkSchema } from './stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 8
+export const PROTOCOL_VERSION = 9
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
