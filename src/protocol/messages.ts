@@ -30,7 +30,7 @@ import { KnownSessionEvent, type KnownSessionEventSchema } from './shapes/sessio
 import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
-/** Bumped whenever a message changes shape or a frame its encoding: both ends must speak the same version. */
+/** Bumped whenever a message changes shape: both ends must speak the same version. */
 export const PROTOCOL_VERSION = 9
 
 const child = { type: 'string', minLength: 1 } as const
