@@ -1,8 +1,7 @@
 /**
  * The frame protocol between the host and a runner (the side that runs children: a worker
  * thread, a child process, or a node that relays to its own threads). Wire-agnostic: a frame is an
- * array of messages, sent as one unit over anything that carries structured-clone data in order;
- * a runner's frame crosses as its JSON text where that is exact (frame-text.ts; since v9).
+ * array of messages, sent as one unit over anything that carries structured-clone data in order.
  * Children are multiplexed by id; each side sends at most one frame per event-loop turn (see
  * Outbox).
  *
@@ -31,7 +30,7 @@ import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 9
+export const PROTOCOL_VERSION = 8
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count

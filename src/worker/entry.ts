@@ -5,11 +5,10 @@
  */
 import { MessagePort, workerData } from 'node:worker_threads'
 import { Runner } from './runner.js'
-import { encodeFrame } from '../protocol/frame-text.js'
 import { subagentError } from '../protocol/errors.js'
 
 const port = (workerData as { port?: unknown } | null)?.port
 if (!(port instanceof MessagePort)) throw subagentError('ERR_SUBAGENT_ENTRY', "subagent-worker's thread entry runs only inside a worker thread started by the host")
-const runner = new Runner((frame) => port.postMessage(encodeFrame(frame)))
+const runner = new Runner((frame) => port.postMessage(frame))
 port.on('message', (frame: unknown) => runner.receive(frame))
 port.on('messageerror', (error: Error) => runner.unreadable(error))

@@ -6,7 +6,6 @@
  * loop never hears that: the host's reaper (src/parent/runners/endpoints/reaper.ts) kills it instead.
  */
 import { Runner } from './runner.js'
-import { encodeFrame } from '../protocol/frame-text.js'
 import { subagentError } from '../protocol/errors.js'
 
 if (!process.send) throw subagentError('ERR_SUBAGENT_ENTRY', "subagent-worker's process entry runs only in a child process started by the host")
@@ -33,7 +32,7 @@ function whenWritten(): Promise<void> | undefined {
 
 const runner = new Runner((frame) => {
   pending++
-  process.send!(encodeFrame(frame), undefined, {}, written)
+  process.send!(frame, undefined, {}, written)
 }, whenWritten)
 process.on('message', (frame: unknown) => runner.receive(frame))
 process.on('disconnect', () => process.exit())

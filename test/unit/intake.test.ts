@@ -6,7 +6,6 @@
 import { describe, expect, it } from 'vitest'
 import { FrameIntake } from '../../dist/parent/runners/intake.js'
 import { estimatedSize, RUNNER_BOUNDS } from '../../dist/protocol/bounds.js'
-import { encodeFrame } from '../../dist/protocol/frame-text.js'
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -27,12 +26,6 @@ describe('estimatedSize', () => {
     const huge = new Array(10_000_000).fill(0)
     expect(estimatedSize(huge, 1000)).toBeGreaterThan(1000)
     expect(estimatedSize(huge, 1000)).toBeLessThan(1100)
-  })
-
-  it('leaves out the value of an omitted key of the value itself, counting the key as if the value were absent', () => {
-    const message = { type: 'events', child: 'c', events: [{ text: 'x'.repeat(1000) }] }
-    expect(estimatedSize(message, Infinity, 'events')).toBe(estimatedSize({ ...message, events: undefined }, Infinity))
-    expect(estimatedSize({ inner: { events: 'x'.repeat(1000) } }, Infinity, 'events')).toBe(estimatedSize({ inner: { events: 'x'.repeat(1000) } }, Infinity))
   })
 
   it('counts what a structured clone carries that JSON would not: Map and Set entries, buffers', () => {
@@ -121,42 +114,5 @@ describe('FrameIntake', () => {
     intakeOf.drain()
     expect(read).toEqual(frames)
     intakeOf.close()
-  })
-
-  it('reads a frame that crossed as JSON text as the frame itself, and one that is not JSON as the text, for the channel to name', () => {
-    const { it: intakeOf, read, violations } = intake()
-    const frame = [{ type: 'events', child: 'c', events: [{ seq: 0, type: 'turn/start', data: {} }] }]
-    intakeOf.accept(JSON.stringify(frame))
-    intakeOf.accept('not json')
-    expect(read).toEqual([frame, 'not json'])
-    expect(violations).toEqual([])
-    intakeOf.close()
-  })
-
-  it('refuses JSON text longer than frameBytes before parsing it', () => {
-    const { it: intakeOf, read, violations } = intake()
-    intakeOf.accept(' '.repeat(RUNNER_BOUNDS.frameBytes + 1))
-    expect(read).toEqual([])
-    expect(violations).toEqual([`a frame larger than ${RUNNER_BOUNDS.frameBytes} bytes`])
-  })
-})
-
-describe('encodeFrame', () => {
-  it('sends a frame of plain data as JSON text that reads back to a structured clone of it', () => {
-    const frame = [{ type: 'idle', child: 'c', events: [{ seq: 1, type: 'tool/result', data: { value: { n: 1.5, s: '\ud800', list: [true, null] } } }] }]
-    const text = encodeFrame(frame)
-    expect(typeof text).toBe('string')
-    expect(JSON.parse(text as string)).toEqual(structuredClone(frame))
-  })
-
-  it('sends anything JSON would change as the frame itself (a structured clone)', () => {
-    const cyclic: Record<string, unknown> = {}
-    cyclic.self = cyclic
-    const sparse = [1, , 3]
-    const named = Object.assign([1], { extra: 2 })
-    for (const value of [new Date(0), new Map([[1, 2]]), new Uint8Array(2), undefined, -0, NaN, Infinity, 10n, sparse, named, cyclic, new (class Point {})()]) {
-      const frame = [{ type: 'events', child: 'c', events: [{ seq: 0, type: 'tool/result', data: { value } }] }]
-      expect(encodeFrame(frame)).toBe(frame)
-    }
   })
 })

@@ -9,7 +9,6 @@
  * Wire-agnostic, like the channel that owns it.
  */
 import { estimatedSize, RUNNER_BOUNDS } from '../../protocol/bounds.js'
-import { decodeFrame } from '../../protocol/frame-text.js'
 
 export interface IntakeOptions {
   /** Reads one frame (checks it and dispatches its messages). */
@@ -39,11 +38,8 @@ export class FrameIntake {
     this.#options = options
   }
 
-  /** A frame as it came: a list of messages, or its JSON text (frame-text.ts), whose length is bounded before it is parsed. */
-  accept(received: unknown): void {
+  accept(frame: unknown): void {
     if (this.#state === 'closed') return
-    if (typeof received === 'string' && received.length > RUNNER_BOUNDS.frameBytes) return this.#refuse(`a frame larger than ${RUNNER_BOUNDS.frameBytes} bytes`)
-    const frame = typeof received === 'string' ? decodeFrame(received) : received
     const refused = refusal(frame)
     if (refused) return this.#refuse(refused)
     if (this.#state === 'open') return this.#read(frame)
