@@ -66,10 +66,10 @@ export interface Host {
 
 /** Where children run: the host's thread, worker threads or child processes (one pool per depth). */
 function transportOf(settings: HostSettings, childEnvironment: () => AgentEnvironment, placement: (id: string) => Placement): ChildTransport {
-  const { isolation, pool, agentModule, persona, maxParallelToolCalls, abortGraceMs, sandbox } = settings
-  const config = { maxParallelToolCalls, abortGraceMs, ...(agentModule ? { agentModule: agentModule.href } : {}), ...(persona === undefined ? {} : { persona }) }
+  const { isolation, pool, agentModule, maxParallelToolCalls, abortGraceMs, sandbox } = settings
+  const config = { maxParallelToolCalls, abortGraceMs, ...(agentModule ? { agentModule: agentModule.href } : {}) }
   if (settings.transport) return settings.transport.open({ abortGraceMs, config, placement })
-  if (isolation === 'inline') return new InlineTransport(childEnvironment, persona)
+  if (isolation === 'inline') return new InlineTransport(childEnvironment)
   const open = ENDPOINTS[isolation]({ env: pool.env, resourceLimits: pool.resourceLimits, sandbox, agentModule })
   return new PoolTransport({ open, pool, abortGraceMs, config, placement })
 }
@@ -163,6 +163,7 @@ export function createHost(options: HostOptions = {}): Host {
     },
     budgets,
     limits: settings.limits,
+    persona: settings.persona,
   }
 
   /** Registers a top-level agent whose loop runs in this thread; `events` resume a stored one. */
