@@ -3,8 +3,8 @@
  * top-level agent's turn: the output (the last non-empty assistant message, else all streamed
  * text, else nothing), the last turn end, and the usage summed.
  */
-import type { ContentBlock } from '../protocol/content.js'
-import type { SessionEvent, TurnEndReason, Usage } from '../protocol/session.js'
+import type { ContentBlock } from '../protocol/shapes/content.js'
+import type { SessionEvent, TurnEndReason, Usage } from '../protocol/shapes/session.js'
 
 export type StopReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'refusal'
 

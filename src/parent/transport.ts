@@ -5,9 +5,9 @@
  */
 import type { ChildSpec } from '../agent/child.js'
 import type { AgentView } from '../agent/view.js'
-import type { ContentBlock } from '../protocol/content.js'
-import type { SessionEvent } from '../protocol/session.js'
-import type { Notice } from '../protocol/notice.js'
+import type { ContentBlock } from '../protocol/shapes/content.js'
+import type { SessionEvent } from '../protocol/shapes/session.js'
+import type { Notice } from '../protocol/shapes/notice.js'
 import type { RunnerConfig } from '../protocol/messages.js'
 import type { Placement } from './types.js'
 

@@ -7,12 +7,12 @@
  * and becomes an aborted signal on the far side; every pending call rejects when the channel
  * closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
  */
-import { fromWireError, toWireError, WireError } from './error.js'
-import type { ContentBlockSchema } from './content.js'
-import { ModelRequestData } from './model.js'
+import { fromWireError, toWireError, WireError } from './shapes/error.js'
+import type { ContentBlockSchema } from './shapes/content.js'
+import { ModelRequestData } from './shapes/model.js'
 import type { Sink } from './outbox.js'
 import { anything, boolean, closed, object, ref, string, variant, type JSONSchema, type Wire } from './schema.js'
-import { StreamChunk, type StreamChunkSchema } from './stream.js'
+import { StreamChunk, type StreamChunkSchema } from './shapes/stream.js'
 import { ProtocolError, validator, type Validator } from './validate.js'
 import { cloneableReason } from './values.js'
 import { subagentError } from './errors.js'

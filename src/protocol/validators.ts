@@ -1,8 +1,8 @@
 /** The validators every boundary uses, compiled once each. */
-import { ContentBlock } from './content.js'
+import { ContentBlock } from './shapes/content.js'
 import { HostFrame, HostMessage, RunnerFrame, RunnerMessage } from './messages.js'
-import { KnownSessionEvent, SessionEvent } from './session.js'
-import { StreamChunk } from './stream.js'
+import { KnownSessionEvent, SessionEvent } from './shapes/session.js'
+import { StreamChunk } from './shapes/stream.js'
 import { validator } from './validate.js'
 
 export const isContentBlock = validator<ContentBlock>(ContentBlock)

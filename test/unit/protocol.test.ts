@@ -47,7 +47,7 @@ describe('values that cross', () => {
 
 describe('argument validators', () => {
   it('equal schemas share one compiled validator, so cloned schemas do not pile up', async () => {
-    const { argumentValidator } = await import('../../dist/agent/schema.js')
+    const { argumentValidator } = await import('../../dist/agent/tools/schema.js')
     const schema = () => ({ type: 'object', properties: { a: { type: 'string' } } })
     expect(argumentValidator(schema())).toBe(argumentValidator(schema()))
   })

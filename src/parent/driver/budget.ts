@@ -11,8 +11,8 @@
  * the host served is not believed.
  */
 import { limitReason, type LimitReason } from '../../agent/limit-stop.js'
-import type { Model } from '../../agent/model.js'
-import type { ChildLimits, SessionEvent, Usage } from '../../protocol/session.js'
+import type { Model } from '../../agent/models/model.js'
+import type { ChildLimits, SessionEvent, Usage } from '../../protocol/shapes/session.js'
 import { narrowest } from './limits.js'
 import { MAX_TIMER_MS } from '../options.js'
 import { subagentError } from '../../protocol/errors.js'

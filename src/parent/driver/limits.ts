@@ -3,7 +3,7 @@
  * Enforcement lives in budget.ts (the host's tree of what each child may still spend).
  */
 import type { LimitName } from '../../agent/limit-stop.js'
-import type { ChildLimits, SessionEvent, SessionHeader, Usage } from '../../protocol/session.js'
+import type { ChildLimits, SessionEvent, SessionHeader, Usage } from '../../protocol/shapes/session.js'
 import type { SessionStore } from './stores/store.js'
 import { InvalidOptionError } from '../options.js'
 

@@ -25,7 +25,7 @@
  * runner (`kill`) in whatever phase it is: its end follows.
  */
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../../protocol/messages.js'
-import { fromWireError } from '../../protocol/error.js'
+import { fromWireError } from '../../protocol/shapes/error.js'
 import { Outbox } from '../../protocol/outbox.js'
 import { isRunnerFrame, isRunnerMessage } from '../../protocol/validators.js'
 import { describeShape } from '../../protocol/values.js'

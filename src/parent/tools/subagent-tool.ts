@@ -6,9 +6,9 @@
  * (and whom send_message gives more work). Misconfiguration fails when the tool is created, not
  * when the model first calls it.
  */
-import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../../agent/tools.js'
+import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../../agent/tools/tools.js'
 import type { AgentOptions } from '../../agent/view.js'
-import { textOf, type ContentBlock } from '../../protocol/content.js'
+import { textOf, type ContentBlock } from '../../protocol/shapes/content.js'
 import { messageOf, subagentError } from '../../protocol/errors.js'
 import { checkLimits, type ChildLimits } from '../driver/limits.js'
 import { withDelegatingCall } from '../driver/delegating-call.js'

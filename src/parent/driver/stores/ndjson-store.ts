@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto'
 import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises'
 import { isAbsolute, join } from 'node:path'
-import type { SessionEvent, SessionHeader } from '../../../protocol/session.js'
+import type { SessionEvent, SessionHeader } from '../../../protocol/shapes/session.js'
 import { isSessionEvent } from '../../../protocol/validators.js'
 import { takeLock } from './ndjson-lock.js'
 import { InvalidOptionError } from '../../options.js'
