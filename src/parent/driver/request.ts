@@ -106,6 +106,7 @@ function checkedNow(request: SubagentStartRequest, context: RequestContext): Omi
  * checked too, though the child's depth replaces it.
  */
 function childOptionsOf(given: unknown, parent: AgentView, depth: number): AgentOptions {
+  // Not an object: refused (this throws) as the request's, before anything is merged.
   if (given !== undefined && (typeof given !== 'object' || given === null || Array.isArray(given))) return checkAgentOptions(given, 'agentOptions')
   const override = (given ?? {}) as Record<string, unknown>
   const merged: Record<string, unknown> = { subagentDepth: override.subagentDepth !== undefined ? override.subagentDepth : depth }
