@@ -1,5 +1,6 @@
 /** The validators every boundary uses, compiled once each. */
 import { ContentBlock } from './content.js'
+import { ChildJob, TakeMessage } from './job.js'
 import { HostFrame, HostMessage, RunnerFrame, RunnerMessage } from './messages.js'
 import { KnownSessionEvent, SessionEvent } from './session.js'
 import { StreamChunk } from './stream.js'
@@ -15,3 +16,6 @@ export const isHostFrame = validator<HostMessage[]>(HostFrame)
 export const isHostMessage = validator<HostMessage>(HostMessage)
 export const isRunnerFrame = validator<RunnerMessage[]>(RunnerFrame)
 export const isRunnerMessage = validator<RunnerMessage>(RunnerMessage)
+/** A job as a node reads it from the queue (anyone with access to the broker may have written it). */
+export const isChildJob = validator<ChildJob>(ChildJob)
+export const isTakeMessage = validator<TakeMessage>(TakeMessage)
