@@ -13,12 +13,13 @@
 import { Queue, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { ChildJob } from '../protocol/job.js'
-import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
+import { integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import type { Transport } from '../parent/transport.js'
 import type { BrokerEvents, HostBroker, QueuedJob } from '../remote/broker.js'
-import { HEARTBEAT_MS, RemoteHostTransport } from '../remote/host-transport.js'
+import { HEARTBEAT_MS, remoteTransport } from '../remote/host-transport.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
-import { DEFAULT_QUEUE, hostChannel, nodeChannel, queueName, validQueueName } from './names.js'
+import { hostChannel, nodeChannel, queueName } from './names.js'
+import { checkedPlace } from './options.js'
 import { messageOf, subagentError } from '../protocol/errors.js'
 
 export interface BullmqTransportOptions {
@@ -47,27 +48,11 @@ const TRANSPORT_KEYS = new Set(['connection', 'queue', 'redisTimeoutMs', 'nodeSi
 /** A transport for `createHost({ transport })`: children run on BullMQ worker nodes. */
 export function bullmqTransport(options: BullmqTransportOptions): Transport {
   const settings = settingsOf(options)
-  let opened = false
-  return {
-    name: 'bullmq',
-    open(context) {
-      if (opened) throw subagentError('ERR_SUBAGENT_TRANSPORT_REUSED', 'a bullmqTransport() serves one host: make one per createHost()')
-      opened = true
-      return new RemoteHostTransport(settings, context, (host, events) => new BullmqHostBroker(settings, host, events))
-    },
-  }
+  return remoteTransport('bullmq', settings, (host, events) => new BullmqHostBroker(settings, host, events))
 }
 
 function settingsOf(options: BullmqTransportOptions): Settings {
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('bullmqTransport options', options, 'an object with a connection')
-  for (const key of Object.keys(options)) {
-    if (!TRANSPORT_KEYS.has(key)) throw new InvalidOptionError(key, (options as unknown as Record<string, unknown>)[key], `a known bullmqTransport option (${[...TRANSPORT_KEYS].join(', ')})`)
-  }
-  const { connection, queue = DEFAULT_QUEUE } = options
-  if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null)) {
-    throw new InvalidOptionError('connection', connection, 'a redis:// or rediss:// URL, or ioredis options ({ host, port, password, tls })')
-  }
-  if (!validQueueName(queue)) throw new InvalidOptionError('queue', queue, 'a queue name of 1 to 100 letters, digits, dots, dashes or underscores')
+  const { connection, queue } = checkedPlace(options, 'bullmqTransport options', TRANSPORT_KEYS, 'a known bullmqTransport option')
   return {
     connection,
     queue,

@@ -10,39 +10,23 @@
  *   Redis      reaching it at start is bounded by `redisTimeoutMs`; a dropped frame connection
  *              ends every host link; errors outside any child are logged once each.
  */
-import { randomBytes } from 'node:crypto'
-import { hostname } from 'node:os'
 import { Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
-import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
-import { settingsOf } from '../parent/host/settings.js'
-import type { PoolOptions } from '../parent/types.js'
+import { integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import type { BrokerEvents, NodeBroker, RunJob } from '../remote/broker.js'
-import { HOST_CHECK_MS, RemoteNode, type RemoteNodeSettings, type WorkerNode } from '../remote/node.js'
+import { remoteNodeSettings, startRemoteNode, type RemoteNodeOptions, type RemoteNodeSettings, type WorkerNode } from '../remote/node.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
-import { DEFAULT_QUEUE, hostChannel, nodeChannel, QUEUE_DEPTHS, queueName, validQueueName } from './names.js'
+import { hostChannel, nodeChannel, QUEUE_DEPTHS, queueName } from './names.js'
+import { checkedPlace } from './options.js'
 import { subagentError } from '../protocol/errors.js'
 
-export interface NodeOptions {
+export interface NodeOptions extends RemoteNodeOptions {
   /** Where Redis is: a `redis://` or `rediss://` URL, or ioredis options (credentials and TLS pass through). */
   connection: RedisConnection
   /** The queue to serve; default 'subagent-worker'. A node takes jobs from this queue only. */
   queue?: string
-  /**
-   * The agent modules this node's children may load: a host names its own (createHost's
-   * agentModule), and the node runs only those it was given. A host that names none gets none.
-   */
-  agentModules?: Array<string | URL>
-  /** The node's threads, as a host's `pool` option (maxQueue aside). */
-  pool?: Omit<PoolOptions, 'maxQueue'>
-  /** How long a host may be silent before its children are let go; default 5000. */
-  hostSilenceMs?: number
   /** How long reaching Redis at start may take; default 5000. */
   redisTimeoutMs?: number
-  /** Names the node in diagnostics; default `<hostname>-<pid>-<random>`. */
-  name?: string
-  /** Where the node reports what goes wrong outside any child (Redis errors); default stderr. */
-  log?: (line: string) => void
 }
 
 const NODE_KEYS = new Set(['connection', 'queue', 'agentModules', 'pool', 'hostSilenceMs', 'redisTimeoutMs', 'name', 'log'])
@@ -50,14 +34,7 @@ const NODE_KEYS = new Set(['connection', 'queue', 'agentModules', 'pool', 'hostS
 /** Starts a node; resolves once it listens on Redis and takes jobs, rejects if Redis cannot be reached in time. */
 export async function startNode(options: NodeOptions): Promise<WorkerNode> {
   const settings = nodeSettings(options)
-  const node = new RemoteNode(settings, (events) => new BullmqNodeBroker(settings, events))
-  try {
-    await node.start()
-  } catch (error) {
-    await node.close(0)
-    throw error
-  }
-  return node
+  return startRemoteNode(settings, (events) => new BullmqNodeBroker(settings, events))
 }
 
 interface NodeSettings extends RemoteNodeSettings {
@@ -67,29 +44,12 @@ interface NodeSettings extends RemoteNodeSettings {
 }
 
 function nodeSettings(options: NodeOptions): NodeSettings {
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('startNode options', options, 'an object with a connection')
-  for (const key of Object.keys(options)) {
-    if (!NODE_KEYS.has(key)) throw new InvalidOptionError(key, (options as unknown as Record<string, unknown>)[key], `a known node option (${[...NODE_KEYS].join(', ')})`)
-  }
-  const { connection, queue = DEFAULT_QUEUE, agentModules = [], name } = options
-  if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null)) {
-    throw new InvalidOptionError('connection', connection, 'a redis:// or rediss:// URL, or ioredis options ({ host, port, password, tls })')
-  }
-  if (!validQueueName(queue)) throw new InvalidOptionError('queue', queue, 'a queue name of 1 to 100 letters, digits, dots, dashes or underscores')
-  if (!Array.isArray(agentModules)) throw new InvalidOptionError('agentModules', agentModules, 'a list of module URLs or absolute paths')
-  if (name !== undefined && (typeof name !== 'string' || name === '')) throw new InvalidOptionError('name', name, 'a non-empty string')
-  // The host's own checks, so a node's pool and modules are refused with the same words.
-  const modules = agentModules.map((module) => settingsOf({ agentModule: module }).agentModule!.href)
-  const { pool } = settingsOf({ pool: options.pool ?? {} })
+  const { connection, queue } = checkedPlace(options, 'startNode options', NODE_KEYS, 'a known node option')
   return {
+    ...remoteNodeSettings(options),
     connection,
     queue,
-    modules,
-    pool,
-    hostSilenceMs: integerOption('hostSilenceMs', options.hostSilenceMs, HOST_CHECK_MS, MAX_TIMER_MS) ?? 5000,
     redisTimeoutMs: integerOption('redisTimeoutMs', options.redisTimeoutMs, 1, MAX_TIMER_MS) ?? 5000,
-    id: name ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
-    log: options.log ?? ((line) => void process.stderr.write(`${line}\n`)),
   }
 }
 

@@ -23,7 +23,7 @@ import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
 import { SilenceJudge } from '../parent/runners/liveness.js'
 import type { RunnerChannel } from '../parent/runners/channel.js'
 import { RemoteChild, type Replace } from '../parent/runners/remote-child.js'
-import type { ChildHandle, ChildMirror, ChildTransport, TransportContext } from '../parent/transport.js'
+import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportContext } from '../parent/transport.js'
 import { NodeLink } from './node-link.js'
 import type { HostBroker, OpenHostBroker, QueuedJob } from './broker.js'
 import { childJob, decode, encode, takesOf, type TakeMessage } from './envelope.js'
@@ -47,6 +47,19 @@ const SWEEP_MS = 5000
 /** A node enforces the grace itself; the host steps in only if the node does not, this much later. */
 const NODE_GRACE_MARGIN_MS = 3000
 
+/** A transport for `createHost({ transport })` over the broker `open` makes: `name` is the adapter's (its factory is `<name>Transport()`). */
+export function remoteTransport(name: string, settings: RemoteHostSettings, open: OpenHostBroker): Transport {
+  let opened = false
+  return {
+    name,
+    open(context) {
+      if (opened) throw subagentError('ERR_SUBAGENT_TRANSPORT_REUSED', `a ${name}Transport() serves one host: make one per createHost()`)
+      opened = true
+      return new RemoteHostTransport(settings, context, open)
+    },
+  }
+}
+
 /** A child waiting in the queue for a node to take it: a start, or a child moved off a node that died. */
 interface Queued {
   spec: ChildSpec
@@ -59,7 +72,7 @@ interface Queued {
 }
 
 /** The host's transport over a broker: `open` makes the broker for this host's id. */
-export class RemoteHostTransport implements ChildTransport {
+class RemoteHostTransport implements ChildTransport {
   readonly local = false
   /** This host's address on the broker. */
   readonly #id = randomUUID()

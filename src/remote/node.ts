@@ -16,7 +16,12 @@
  *   shutdown   close(): no new jobs, running children may finish until the deadline, then end
  *              `aborted`.
  */
+import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
 import type { RunnerConfig } from '../protocol/messages.js'
+import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
+import { settingsOf } from '../parent/host/settings.js'
+import type { PoolOptions } from '../parent/types.js'
 import type { Fault } from '../parent/runners/channel.js'
 import { SilenceJudge } from '../parent/runners/liveness.js'
 import { RunnerPool, type PoolSettings } from '../parent/runners/runner-pool.js'
@@ -36,7 +41,24 @@ export interface WorkerNode {
   close(deadlineMs?: number): Promise<void>
 }
 
-/** What a node is, whatever its broker (the adapter checks the options it is made from). */
+/** The options every node has, whatever its broker; an adapter's options add where the broker is. */
+export interface RemoteNodeOptions {
+  /**
+   * The agent modules this node's children may load: a host names its own (createHost's
+   * agentModule), and the node runs only those it was given. A host that names none gets none.
+   */
+  agentModules?: Array<string | URL>
+  /** The node's threads, as a host's `pool` option (maxQueue aside). */
+  pool?: Omit<PoolOptions, 'maxQueue'>
+  /** How long a host may be silent before its children are let go; default 5000. */
+  hostSilenceMs?: number
+  /** Names the node in diagnostics; default `<hostname>-<pid>-<random>`. */
+  name?: string
+  /** Where the node reports what goes wrong outside any child (its broker's errors); default stderr. */
+  log?: (line: string) => void
+}
+
+/** What a node is, whatever its broker. */
 export interface RemoteNodeSettings {
   id: string
   /** The agent modules it serves, as URLs. */
@@ -47,9 +69,38 @@ export interface RemoteNodeSettings {
 }
 
 /** How often hosts' silence is judged. */
-export const HOST_CHECK_MS = 500
+const HOST_CHECK_MS = 500
 
-export class RemoteNode implements WorkerNode {
+/** Checks the options every node has; the adapter checks its own (the keys, where its broker is) first. */
+export function remoteNodeSettings(options: RemoteNodeOptions): RemoteNodeSettings {
+  const { agentModules = [], name } = options
+  if (!Array.isArray(agentModules)) throw new InvalidOptionError('agentModules', agentModules, 'a list of module URLs or absolute paths')
+  if (name !== undefined && (typeof name !== 'string' || name === '')) throw new InvalidOptionError('name', name, 'a non-empty string')
+  // The host's own checks, so a node's pool and modules are refused with the same words.
+  const modules = agentModules.map((module) => settingsOf({ agentModule: module }).agentModule!.href)
+  const { pool } = settingsOf({ pool: options.pool ?? {} })
+  return {
+    modules,
+    pool,
+    hostSilenceMs: integerOption('hostSilenceMs', options.hostSilenceMs, HOST_CHECK_MS, MAX_TIMER_MS) ?? 5000,
+    id: name ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    log: options.log ?? ((line) => void process.stderr.write(`${line}\n`)),
+  }
+}
+
+/** Starts a node over the broker `open` makes; resolves once it listens and takes jobs, rejects if the broker cannot be reached in time. */
+export async function startRemoteNode(settings: RemoteNodeSettings, open: OpenNodeBroker): Promise<WorkerNode> {
+  const node = new RemoteNode(settings, open)
+  try {
+    await node.start()
+  } catch (error) {
+    await node.close(0)
+    throw error
+  }
+  return node
+}
+
+class RemoteNode implements WorkerNode {
   readonly id: string
   readonly capacity: number
   readonly #settings: RemoteNodeSettings
