@@ -12,7 +12,7 @@
  */
 import { Queue, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
-import type { ChildJob } from '../protocol/job.js'
+import type { ChildJob } from '../protocol/shapes/job.js'
 import { integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import type { Transport } from '../parent/transport.js'
 import type { BrokerEvents, HostBroker, QueuedJob } from '../remote/broker.js'

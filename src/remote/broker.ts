@@ -10,7 +10,7 @@
  * is and what could not be done (ERR_SUBAGENT_UNREACHABLE). Sending never throws: bytes that are
  * lost show as silence, and the heartbeat ends the link.
  */
-import type { ChildJob } from '../protocol/job.js'
+import type { ChildJob } from '../protocol/shapes/job.js'
 
 /** What a broker tells the end it serves. */
 export interface BrokerEvents {

@@ -1,6 +1,6 @@
 /**
  * What crosses a broker between a host and a node, whatever the broker: the frame envelope, the
- * job and the take (their shapes are in src/protocol/job.ts). A broker adapter (src/bullmq) only
+ * job and the take (their shapes are in src/protocol/shapes/job.ts). A broker adapter (src/bullmq) only
  * moves these bytes and jobs.
  *
  * Envelopes are V8-serialized, the structured clone a worker thread's frames use, so values cross
@@ -8,7 +8,7 @@
  */
 import { deserialize, serialize } from 'node:v8'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
-import type { ChildJob, TakeMessage } from '../protocol/job.js'
+import type { ChildJob, TakeMessage } from '../protocol/shapes/job.js'
 import { isChildJob, isTakeMessage } from '../protocol/validators.js'
 import { subagentError, versionMismatchText } from '../protocol/errors.js'
 

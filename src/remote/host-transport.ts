@@ -18,7 +18,7 @@
  *              ends every link, since pub/sub may have lost frames while it was down.
  */
 import { randomUUID } from 'node:crypto'
-import type { ChildSpec } from '../protocol/child.js'
+import type { ChildSpec } from '../protocol/shapes/child.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
 import { SilenceJudge } from '../parent/runners/liveness.js'
 import type { RunnerChannel } from '../parent/runners/channel.js'
