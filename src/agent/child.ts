@@ -3,8 +3,8 @@
  * the tool restriction, the structured-output runtime and the descriptor hook. Both transports
  * call this with the same plain-data spec, so a child is the same thing on either side.
  */
-import type { ChildDescriptor, ChildSpec } from '../protocol/shapes/child.js'
-import type { SessionEvent } from '../protocol/shapes/session.js'
+import type { ChildSpec } from '../protocol/shapes/child.js'
+import type { ChildDescriptor, SessionEvent } from '../protocol/shapes/session.js'
 import type { AgentView } from './view.js'
 import { AgentRuntime, type AgentEnvironment } from './loop.js'
 import { PromptSections, SECTION_ORDER, type PromptSection } from './prompt.js'

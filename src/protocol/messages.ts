@@ -48,6 +48,10 @@ export const RunnerConfig = closed(
 )
 export type RunnerConfig = Wire<typeof RunnerConfig>
 
+/** How a child's run ended when its events cannot show it (its runner went under it): a node's `ended`, a transport's outcome. */
+export const ChildFault = closed({ stopReason: { enum: ['error', 'aborted'] }, diagnostic: string })
+export type ChildFault = Wire<typeof ChildFault>
+
 export const HostMessage = {
   $id: 'urn:subagent-worker:host-message',
   ...union([
@@ -98,7 +102,7 @@ export const RunnerMessage = {
      * `movable`: for a fault its thread-mates survive (CONTRACT.md §8); the node holds the child
      * until the host rebuilds it there (a create) or lets it go (a drop).
      */
-    variant('ended', { child, stopReason: { enum: ['error', 'aborted'] }, diagnostic: string, movable: boolean }, ['movable']),
+    variant('ended', { child, ...ChildFault.properties, movable: boolean }, ['movable']),
     RpcCall,
     RpcCancel,
     variant('pong', { n: count }),

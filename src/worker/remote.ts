@@ -5,10 +5,7 @@ import { ToolError, type ToolDefinition } from '../agent/tools/tools.js'
 import type { RemoteToolDescriptor } from '../protocol/shapes/child.js'
 import type { RpcClient } from '../protocol/rpc.js'
 import type { StreamChunk } from '../protocol/shapes/stream.js'
-import { ToolErrorCode } from '../protocol/shapes/session.js'
-import { validator } from '../protocol/validate.js'
-
-const isToolErrorCode = validator<ToolErrorCode>(ToolErrorCode)
+import { isToolErrorCode } from '../protocol/validators.js'
 
 export function remoteModel(rpc: RpcClient, provider: string): Model {
   return {

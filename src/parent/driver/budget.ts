@@ -146,7 +146,7 @@ export class Budget {
     const { maxSteps } = this.limits
     // The runner made a request beyond its bound (its own loop stops before it): stop it.
     if (maxSteps !== undefined && this.#reportedSteps > maxSteps) this.#owner?.stop(limitReason('maxSteps', maxSteps))
-    const usage = counted((event.data as { usage?: Usage }).usage)
+    const usage = counted(event.data.usage)
     if (usage) this.#spend(() => void (this.#reported = add(this.#reported, usage)))
   }
 

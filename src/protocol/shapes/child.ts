@@ -1,6 +1,6 @@
 /** What building a child needs, as plain data: any runner builds the same child from it. */
 import { arrayOf, boolean, closed, count, object, string, type Wire } from '../schema.js'
-import { SessionEvent, SessionHeader } from './session.js'
+import { ChildDescriptor, SessionEvent, SessionHeader } from './session.js'
 
 // Checked on the host by parent/options.ts (AGENT_OPTION_RULES), which says the same.
 export const AgentOptions = closed(
@@ -18,9 +18,6 @@ export type AgentOptions = Wire<typeof AgentOptions>
 
 export const ToolFilter = closed({ allow: arrayOf(string), deny: arrayOf(string) }, ['allow', 'deny'])
 export type ToolFilter = Wire<typeof ToolFilter>
-
-export const ChildDescriptor = closed({ mode: { enum: ['one-shot', 'continuable'] }, provider: string, label: string }, ['label'])
-export type ChildDescriptor = Wire<typeof ChildDescriptor>
 
 export const ChildSpec = closed(
   {

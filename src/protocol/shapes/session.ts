@@ -67,6 +67,12 @@ export const ToolResultData = closed(
 )
 export type ToolResultData = Wire<typeof ToolResultData, [ContentBlockSchema]>
 
+/** How a child was started, recorded as its `subagent/descriptor` event. */
+export const ChildDescriptor = closed({ mode: { enum: ['one-shot', 'continuable'] }, provider: string, label: string }, ['label'])
+export type ChildDescriptor = Wire<typeof ChildDescriptor>
+/** 'one-shot', or 'continuable': a child that takes more work (CONTRACT.md §13). */
+export type ChildMode = ChildDescriptor['mode']
+
 const event = <const T extends string, const D extends JSONSchema>(type: T, data: D) => variant(type, { seq: count, data })
 
 /** A known event, data checked per type: what a child may stream back. */
@@ -78,7 +84,7 @@ export const KnownSessionEvent = {
     event('assistant/chunk', closed({ chunk: closed({ type: { const: 'text-delta' }, text: string }) })),
     event('assistant/message', closed({ content: contentBlocks, usage: Usage }, ['usage'])),
     event('tool/result', ToolResultData),
-    event('subagent/descriptor', closed({ mode: { enum: ['one-shot', 'continuable'] }, provider: string, label: string }, ['label'])),
+    event('subagent/descriptor', ChildDescriptor),
     event('turn/end', closed({ reason: TurnEndReason })),
     /** The host rebuilt the child on another runner (CONTRACT.md §8); only the host records it, never a runner. */
     event('child/moved', closed({ reason: string })),

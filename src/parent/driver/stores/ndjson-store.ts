@@ -198,7 +198,8 @@ function parse(text: string, path: string): { header: SessionHeader; events: Ses
   const events = rest.map((line, i) => {
     const event = parseLine(line, path, i + 2)
     if (!isSessionEvent(event)) throw subagentError('ERR_SUBAGENT_STORE', `${path}:${i + 2} is not a session event: the transcript is corrupt`)
-    return event
+    // Only seq and type are checked, as for any parent's events (CONTRACT: any object of that shape).
+    return event as SessionEvent
   })
   return { header, events }
 }
