@@ -1,9 +1,9 @@
 /**
  * S11: thread-mates survive (CONTRACT.md §8). `children` delegations started at once on worker
  * threads, `perThread` to a thread, each `steps` steps of a host model that takes `latencyMs` a
- * step (a host tool call between them), while one runner thread is killed every `killEveryMs`:
- * the bench module's runner channel (module.ts) tells the oldest live thread to exit, a crash
- * wherever its children are. Each round reports the fraction of children that complete (the goal:
+ * step (a host tool call between them), while one runner thread is killed at most every
+ * `killEveryMs` (the Killer says when): the bench module's runner channel (module.ts) tells the
+ * oldest live thread to exit, a crash wherever its children are. Each round reports the fraction of children that complete (the goal:
  * all of them, since each is always waiting on the host or between steps) and, per moved child,
  * its time to its result over the median of the 21 unmoved children of the same round that began
  * nearest it, both from a child's first model request (after its wait for a first slot): the
@@ -26,18 +26,21 @@ const HOST_TOOL = 'bench_step'
 
 /**
  * A host model: each request answers after `latencyMs` (a move aborts it), calling the host tool
- * until the last step. It notes when each child (by its prompt) first asked: when it began to
- * run, after any wait for its first slot.
+ * until the last step. `heard` hears each request, with the child's prompt (the round's to set).
  */
-function stepper(steps: number, latencyMs: number, firstAsked: Map<string, number>): Model {
-  return {
-    async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
-      const prompt = textOf(request.messages[0]!.content)
-      if (!firstAsked.has(prompt)) firstAsked.set(prompt, performance.now())
-      await delay(latencyMs, undefined, { signal: request.signal })
-      const done = request.messages.filter((message) => message.role === 'tool').length
-      yield* done < steps - 1 ? toolCallResponse(`s${done}`, HOST_TOOL, {}) : textResponse('done')
-    },
+class Stepper implements Model {
+  heard: (prompt: string) => void = () => {}
+
+  constructor(
+    readonly steps: number,
+    readonly latencyMs: number,
+  ) {}
+
+  async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
+    this.heard(textOf(request.messages[0]!.content))
+    await delay(this.latencyMs, undefined, { signal: request.signal })
+    const done = request.messages.filter((message) => message.role === 'tool').length
+    yield* done < this.steps - 1 ? toolCallResponse(`s${done}`, HOST_TOOL, {}) : textResponse('done')
   }
 }
 
@@ -50,15 +53,50 @@ function runnerThreads() {
     if ('up' in data) live.add(data.up)
   }
   return {
-    /** Tells the oldest live thread to exit; false when none is up. */
-    killOne(): boolean {
+    /** Threads up and not told to exit. */
+    get up(): number {
+      return live.size
+    },
+    /** Tells the oldest live thread to exit. */
+    killOne(): void {
       const [oldest] = live
-      if (oldest === undefined) return false
+      if (oldest === undefined) return
       live.delete(oldest)
       channel.postMessage({ exit: oldest } satisfies RunnerSignal)
-      return true
     },
     close: () => channel.close(),
+  }
+}
+
+type RunnerThreads = ReturnType<typeof runnerThreads>
+
+/**
+ * When a round kills a thread, judged at each model request: once every slot has held a child
+ * that asked its model, then at most every `everyMs`; only while the pool is whole (the thread
+ * killed last was replaced and is up) and more children are left than there are slots, so the
+ * oldest thread holds a full load. A kill faster than a loaded machine starts threads kills each
+ * replacement as it comes up, until its children pass the move bound and end `error`: that
+ * measures the bound, not a move. And a thread with one child left that exits of itself is taken
+ * to have been crashed by that child (CONTRACT.md §8), which ends it `error`: the bench's exit is
+ * not that child's doing.
+ */
+class Killer {
+  kills = 0
+  #last = -Infinity
+
+  constructor(
+    readonly threads: RunnerThreads,
+    readonly shape: { threads: number; slots: number; everyMs: number },
+  ) {}
+
+  consider(asked: number, unfinished: number): void {
+    const { threads, slots, everyMs } = this.shape
+    if (asked < slots || unfinished <= slots || this.threads.up < threads) return
+    const now = performance.now()
+    if (now - this.#last < everyMs) return
+    this.#last = now
+    this.kills++
+    this.threads.killOne()
   }
 }
 
@@ -69,50 +107,56 @@ interface Round {
   /** Per moved child: its time over the median of the unmoved children that began nearest it, in ms. */
   addedMs: number[]
   unmovedMedianMs: number
+  /** Why each child that did not complete ended, and after how many moves. */
   errors: string[]
 }
 
-async function round(bench: BenchHost, children: number, killEveryMs: number | undefined, threads: ReturnType<typeof runnerThreads>, firstAsked: Map<string, number>): Promise<Round> {
+interface RoundShape {
+  children: number
+  /** The kills' shape; none in a warm-up round. */
+  kills?: Killer['shape']
+}
+
+async function round(bench: BenchHost, shape: RoundShape, threads: RunnerThreads, model: Stepper): Promise<Round> {
   const { host } = bench
-  firstAsked.clear()
-  const started = new Map<string, number>()
+  const { children } = shape
+  const firstAsked = new Map<string, number>()
   const ends = new Map<string, SubagentEndEvent>()
-  const offEnd = host.on('subagent/end', (end) => void ends.set(end.id, end))
-  let kills = 0
-  const killer = killEveryMs === undefined ? undefined : setInterval(() => void (threads.killOne() && kills++), killEveryMs)
+  const killer = shape.kills && new Killer(threads, shape.kills)
   const finished = new Map<string, number>()
+  const started = new Map<string, number>()
   const errors: string[] = []
+  model.heard = (prompt) => {
+    if (!firstAsked.has(prompt)) firstAsked.set(prompt, performance.now())
+    killer?.consider(firstAsked.size, children - ends.size)
+  }
+  const offEnd = host.on('subagent/end', (end) => void ends.set(end.id, end))
   try {
-    const prompts = new Map<string, string>()
-    const runs = await Promise.all(
-      Array.from({ length: children }, async (_, i) => {
-        const run = await host.spawn.start({ prompt: `task ${i}`, parent: bench.parent })
-        prompts.set(run.id, `task ${i}`)
-        return run
-      }),
-    )
+    const runs = await Promise.all(Array.from({ length: children }, (_, i) => host.spawn.start({ prompt: `task ${i}`, parent: bench.parent })))
     await Promise.all(
-      runs.map(async (run) => {
+      runs.map(async (run, i) => {
         const result = await run.result
         finished.set(run.id, performance.now())
-        started.set(run.id, firstAsked.get(prompts.get(run.id)!)!)
-        if (result.stopReason !== 'completed') errors.push(`${result.stopReason}: ${result.diagnostic ?? ''}`)
+        started.set(run.id, firstAsked.get(`task ${i}`)!)
+        if (result.stopReason !== 'completed') errors.push(`${result.stopReason} after ${ends.get(run.id)?.moves ?? 0} moves: ${result.diagnostic ?? ''}`)
         await run.dispose()
       }),
     )
   } finally {
-    clearInterval(killer)
     offEnd()
   }
-  const timeOf = (id: string) => finished.get(id)! - started.get(id)!
   const completed = [...ends.values()].filter((end) => end.stopReason === 'completed')
   const moved = completed.filter((end) => (end.moves ?? 0) > 0)
   const unmoved = completed.filter((end) => !end.moves)
-  if (killEveryMs === undefined) return { completed: completed.length, moved: 0, kills, addedMs: [], unmovedMedianMs: 0, errors }
+  const kills = killer?.kills ?? 0
+  if (!killer) return { completed: completed.length, moved: 0, kills, addedMs: [], unmovedMedianMs: 0, errors }
   // A round that moved no child, or moved all, measured nothing: say so rather than report it.
-  if (moved.length === 0 || unmoved.length === 0) throw new Error(`S11: ${moved.length} of ${completed.length} completed children moved after ${kills} kills: a round needs both moved and unmoved children`)
+  if (moved.length === 0 || unmoved.length === 0) {
+    throw new Error(`S11: ${moved.length} of ${completed.length} completed children moved after ${kills} kills: a round needs both moved and unmoved children (${errors.length} did not complete: ${errors.slice(0, 3).join('; ')})`)
+  }
   // Against the unmoved children that began about when it did: the host's load changes over a
   // round (all starts are published at its beginning), and a child's time with it.
+  const timeOf = (id: string) => finished.get(id)! - started.get(id)!
   const peers = unmoved.map((end) => ({ at: started.get(end.id)!, ms: timeOf(end.id) })).sort((a, b) => a.at - b.at)
   const addedMs = moved.map((end) => timeOf(end.id) - peerMedian(peers, started.get(end.id)!))
   return { completed: completed.length, moved: moved.length, kills, addedMs, unmovedMedianMs: summarize(peers.map((peer) => peer.ms)).median, errors }
@@ -140,16 +184,16 @@ export const s11: Scenario = {
     const runners = runnerThreads()
     const bench = benchHost('worker', { pool })
     const moving = withProvider(bench, PROVIDER)
-    const firstAsked = new Map<string, number>()
-    bench.host.models.register(PROVIDER, stepper(steps, latencyMs, firstAsked))
+    const model = new Stepper(steps, latencyMs)
+    bench.host.models.register(PROVIDER, model)
     bench.host.tools.register(defineTool({ name: HOST_TOOL, description: 'Answers at once.', parameters: { type: 'object', properties: {} }, execute: () => 'ok' }))
     const results: Round[] = []
     try {
       // Warm-up, no kills: every thread has loaded the module and run both paths.
-      await round(moving, threads * perThread, undefined, runners, firstAsked)
+      await round(moving, { children: threads * perThread }, runners, model)
       context.progress.advance(1)
       for (let r = 0; r < rounds; r++) {
-        results.push(await round(moving, children, killEveryMs, runners, firstAsked))
+        results.push(await round(moving, { children, kills: { threads, slots: threads * perThread, everyMs: killEveryMs } }, runners, model))
         context.progress.advance(1)
       }
     } finally {
@@ -188,7 +232,8 @@ export const s11: Scenario = {
           moved: results.reduce((sum, r) => sum + r.moved, 0),
           kills: results.reduce((sum, r) => sum + r.kills, 0),
           unmovedMedianMs: results.map((r) => r.unmovedMedianMs),
-          errors: results.flatMap((r) => r.errors).slice(0, 5),
+          // Why each child that did not complete ended (the first 20).
+          errors: results.flatMap((r) => r.errors).slice(0, 20),
         },
       },
     ]
