@@ -44,9 +44,9 @@ G2, G3, O3 and O9 are A/B rows on the worker transport, same run, rounds taking 
 S3's workloads with every limit set against none, and S3's and S9's traced (instrument() with the
 OpenTelemetry SDK, a dev dependency) and listened to against neither. They run only when named.
 
-S11 kills a worker thread every second under 1,000 children, ten a thread, and reports the
-fraction that complete and the latency a move adds (thread-mates survive). It runs only when
-named.
+S11 kills a worker thread at most every second under 1,000 children, ten a thread, and reports
+the fraction that complete and the latency a move adds (thread-mates survive). It runs only
+when named.
 
   --quick        fewer samples and children: noisier figures in about a minute
   --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too

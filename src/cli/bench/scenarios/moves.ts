@@ -208,7 +208,7 @@ export const s11: Scenario = {
     return [
       {
         id: 'S11',
-        title: `thread-mates survive: ${children.toLocaleString('en-US')} children, ${perThread} a thread, one thread killed every ${killEveryMs} ms`,
+        title: `thread-mates survive: ${children.toLocaleString('en-US')} children, ${perThread} a thread, one thread killed at most every ${killEveryMs} ms`,
         metric: "ms a move adds: a moved child's time from its first model request to its result over the median of the 21 unmoved children that began nearest it, same round",
         unit: 'ms',
         better: 'lower',
