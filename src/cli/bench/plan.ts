@@ -22,7 +22,7 @@ export interface Plan {
   abort: { rounds: number; graceMs: number }
   /** S9 and O9: `children` started at once, each streaming `chunks` chunks one every `intervalMs` (stream-script.ts), on a pool of `threads`. */
   stream: StreamShape & { children: number; threads: number; rounds: number }
-  /** S11: `children` started at once on worker threads, `perThread` a thread, `steps` host model steps of `latencyMs`, one thread killed every `killEveryMs`. */
+  /** S11: `children` started at once on worker threads, `perThread` a thread, `steps` host model steps of `latencyMs`, one thread killed at most every `killEveryMs`. */
   moves: { children: number; perThread: number; steps: number; latencyMs: number; killEveryMs: number; rounds: number }
   /** S10: fresh hosts, one per transport a round, each timed to its first child's result. */
   coldStart: { rounds: number }

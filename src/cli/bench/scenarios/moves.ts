@@ -17,7 +17,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { defineTool, textOf, textResponse, toolCallResponse, type Model, type ModelRequest, type StreamChunk, type SubagentEndEvent } from '../../../index.js'
 import { benchHost, defaultThreads, withProvider, type BenchHost } from '../harness.js'
 import { RUNNERS_CHANNEL, type RunnerSignal } from '../module.js'
-import { figure, summarize } from '../stats.js'
+import { figure, summarize } from '../measure/stats.js'
 import type { Figure } from '../types.js'
 import { allMet, ratioGoal, type Scenario } from './scenario.js'
 
