@@ -20,6 +20,7 @@ import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
 import { eventOf } from '../support/driver-helpers.js'
 import { BULLMQ } from '../support/harness.js'
 import { startTestNode, type TestNode } from '../support/nodes.js'
+import { Watch } from '../support/watch.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const HOST_DIES = fileURLToPath(new URL('../fixtures/remote-host-dies.mjs', import.meta.url))
@@ -163,8 +164,7 @@ const said = (type: string) => (message: { type: string }) => message.type === t
 /** Any Redis client posing as a node: it publishes frames in a node's envelope and hears what the host answers. */
 class FakeNode {
   readonly heard: Array<{ type: string }> = []
-  /** Called after each message heard. */
-  #listeners = new Set<() => void>()
+  readonly #watch = new Watch()
   readonly #publisher = new Redis(REDIS)
   readonly #subscriber = new Redis(REDIS)
 
@@ -176,7 +176,7 @@ class FakeNode {
       const [, frame] = deserialize(bytes) as [string, Array<{ type: string; child?: string }>]
       for (const message of frame) {
         fake.heard.push(message)
-        for (const listener of fake.#listeners) listener()
+        fake.#watch.changed()
         const reply = answer(message)
         if (reply.length > 0) void fake.send(reply)
       }
@@ -187,15 +187,7 @@ class FakeNode {
 
   /** Resolves once a message of one of `types` was heard, before the call or after. */
   hears(...types: string[]): Promise<void> {
-    return new Promise((resolve) => {
-      const listener = () => {
-        if (!this.heard.some((message) => types.includes(message.type))) return
-        this.#listeners.delete(listener)
-        resolve()
-      }
-      this.#listeners.add(listener)
-      listener()
-    })
+    return this.#watch.until(`${types.join(' or ')} heard by ${this.id}`, () => this.heard.some((message) => types.includes(message.type)))
   }
 
   send(frame: unknown[]): Promise<number> {
