@@ -20,10 +20,15 @@ import { Watch } from '../support/watch.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const REDIS = BULLMQ?.redis ?? ''
-/** Short, so that a held loop outlasts it by far; a node's default host silence (5 s) outlasts one hold. */
-const NODE_SILENCE_MS = 2000
+/**
+ * Short, so that a held loop outlasts it by far; long enough that a live node starved on a loaded
+ * machine still answers within it (2 s was not, at a load of 28 on two cores).
+ */
+const NODE_SILENCE_MS = 5000
 /** Longer than NODE_SILENCE_MS plus a heartbeat: a judge counting it against the node would give it up. */
-const HOLD_MS = 3000
+const HOLD_MS = 7000
+/** The node's own limit on its host's silence: past the hold, so the node does not let the held host go. */
+const HOST_SILENCE_MS = 30_000
 
 /** Blocks this (the host's) event loop, as a synchronous task on the host would. */
 function holdLoop(ms: number): void {
@@ -92,7 +97,7 @@ describe.skipIf(!BULLMQ)('a node judged silent, or not', { timeout: 120_000 }, (
 
   async function setUp(script: ScriptEntry[]) {
     const queue = `t-${randomBytes(4).toString('hex')}`
-    node = await startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 2 })
+    node = await startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 2, extra: ['--host-silence-ms', String(HOST_SILENCE_MS)] })
     host = createHost({ transport: bullmqTransport({ connection: REDIS, queue, nodeSilenceMs: NODE_SILENCE_MS }), agentModule: FAULT_MODULE })
     host.models.register('scripted', new ScriptedModel(script))
     const parent = host.createAgent({ options: { provider: 'scripted', model: 'm' } })
