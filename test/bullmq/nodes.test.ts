@@ -19,6 +19,7 @@ import { bullmqTransport } from 'subagent-worker/bullmq'
 import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
 import { eventOf } from '../support/driver-helpers.js'
 import { BULLMQ } from '../support/harness.js'
+import { gate } from '../support/loop-helpers.js'
 import { startTestNode, type TestNode } from '../support/nodes.js'
 import { Watch } from '../support/watch.js'
 
@@ -69,13 +70,6 @@ function scope(onTestFinished: (fn: () => Promise<void>) => void): Scope {
 const PATIENT = { nodeSilenceMs: 30_000 }
 
 const freshQueue = () => `t-${randomBytes(4).toString('hex')}`
-
-/** A promise the test settles: what a scripted answer waits for instead of a time. */
-function gate(): { promise: Promise<void>; open(): void } {
-  let open = () => {}
-  const promise = new Promise<void>((resolve) => (open = resolve))
-  return { promise, open }
-}
 
 /** Resolves once `child` printed `text` on stdout; rejects if it exits first. */
 function printed(child: ChildProcess, text: string): Promise<void> {
