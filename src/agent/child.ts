@@ -3,13 +3,13 @@
  * the tool restriction, the structured-output runtime and the descriptor hook. Both transports
  * call this with the same plain-data spec, so a child is the same thing on either side.
  */
-import type { ChildDescriptor, ChildSpec } from '../protocol/child.js'
-import type { SessionEvent } from '../protocol/session.js'
+import type { ChildSpec } from '../protocol/shapes/child.js'
+import type { ChildDescriptor, SessionEvent } from '../protocol/shapes/session.js'
 import type { AgentView } from './view.js'
 import { AgentRuntime, type AgentEnvironment } from './loop.js'
 import { PromptSections, SECTION_ORDER, type PromptSection } from './prompt.js'
-import { guidanceSections, type ToolDefinition } from './tools.js'
-import { attachStructuredRuntime, STRUCTURED_OUTPUT_SECTION, type StructuredCapture } from './structured.js'
+import { guidanceSections, type ToolDefinition } from './tools/tools.js'
+import { attachStructuredRuntime, STRUCTURED_OUTPUT_SECTION, type StructuredCapture } from './tools/structured.js'
 
 export type { ChildDescriptor, ChildSpec }
 

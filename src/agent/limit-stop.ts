@@ -1,5 +1,5 @@
 /** A turn cut short by a limit (CONTRACT.md §11): its reason and its diagnostic, on either side of a boundary. */
-import type { TurnEndReason } from '../protocol/session.js'
+import type { TurnEndReason } from '../protocol/shapes/session.js'
 
 export type LimitName = 'timeoutMs' | 'maxSteps' | 'maxTotalTokens'
 

@@ -5,18 +5,18 @@
  * model stops calling tools, a tool concludes the turn, or the turn is cut short. Every turn ends
  * with exactly one `turn/end`; failures become its reason, never an exception.
  */
-import type { ContentBlock, ToolCallBlock } from '../protocol/content.js'
-import type { SessionEvent, SessionHeader, ToolErrorCode, ToolResultData, TurnEndReason, Usage } from '../protocol/session.js'
-import type { FinishReason, StreamChunk } from '../protocol/stream.js'
-import { isContentBlock, isStreamChunk } from '../protocol/validators.js'
+import type { ContentBlock, ToolCallBlock } from '../protocol/shapes/content.js'
+import type { SessionEvent, SessionHeader, ToolErrorCode, ToolResultData, TurnEndReason, Usage } from '../protocol/shapes/session.js'
+import type { FinishReason, StreamChunk } from '../protocol/shapes/stream.js'
+import { isContentBlock, isStreamChunk, isToolErrorCode } from '../protocol/validators.js'
 import { describeShape, MAX_VALUE_DEPTH, tryClone, withinDepth } from '../protocol/values.js'
 import { messageOf, subagentError } from '../protocol/errors.js'
-import type { Model, ModelMessage, ModelRequest } from './model.js'
+import type { Model, ModelMessage, ModelRequest } from './models/model.js'
 import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
 import { Session } from './session.js'
-import { guidanceSections, ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools.js'
-import { runModelCall } from './tool-call.js'
+import { guidanceSections, ToolError, toolSchema, ToolScope, type ToolExecution, type ToolSource } from './tools/tools.js'
+import { runModelCall } from './tools/tool-call.js'
 import { readTurns, stopReasonOf } from './outcome.js'
 import { asLimitReason, limitDiagnostic, limitReason, limitStop, type LimitReason } from './limit-stop.js'
 import type { Agent, AgentOptions, AgentView, TurnOutcome } from './view.js'
@@ -395,7 +395,7 @@ export class AgentRuntime implements Agent {
       const { events } = this.session
       for (; this.#counted < events.length; this.#counted++) {
         const { type, data } = events[this.#counted]!
-        const usage = type === 'assistant/message' ? (data as { usage?: Usage }).usage : undefined
+        const usage = type === 'assistant/message' ? data.usage : undefined
         if (usage) this.#spent += usage.inputTokens + usage.outputTokens
       }
       if (this.#spent >= budget) return limitReason('maxTotalTokens', budget)
@@ -413,12 +413,12 @@ export class AgentRuntime implements Agent {
     for (; this.#projected < events.length; this.#projected++) {
       const { type, data } = events[this.#projected]!
       if (type === 'user/message') {
-        this.#history.push({ role: 'user', content: (data as { content: ContentBlock[] }).content })
+        this.#history.push({ role: 'user', content: data.content })
       } else if (type === 'assistant/message') {
-        const { content } = data as { content: ContentBlock[] }
+        const { content } = data
         if (content.length > 0) this.#history.push({ role: 'assistant', content })
       } else if (type === 'tool/result') {
-        const { callId, name, isError, content } = data as ToolResultData
+        const { callId, name, isError, content } = data
         this.#history.push({ role: 'tool', callId, name, isError, content })
       }
     }
@@ -440,8 +440,6 @@ function failure(error: ToolError): ToolResult {
   return errorResult(error.code, error.message)
 }
 
-const ERROR_CODES = new Set<unknown>(['UNKNOWN_TOOL', 'INVALID_ARGS', 'FAILED', 'DENIED', 'ABORTED'])
-
 /** A hook's result is recorded and may cross a thread, so it must be plain, known data. */
 function checkHookResult(result: ToolResult): ToolResult {
   if (typeof result !== 'object' || result === null || typeof result.isError !== 'boolean') {
@@ -450,7 +448,7 @@ function checkHookResult(result: ToolResult): ToolResult {
   if (!Array.isArray(result.content) || !result.content.every((block) => isContentBlock(block))) {
     throw subagentError('ERR_SUBAGENT_HOOK_RESULT', 'its result content must be content blocks ({ type: "text", text })')
   }
-  if (result.code !== undefined && !ERROR_CODES.has(result.code)) throw subagentError('ERR_SUBAGENT_HOOK_RESULT', `its result code ${JSON.stringify(result.code)} is not a tool error code`)
+  if (result.code !== undefined && !isToolErrorCode(result.code)) throw subagentError('ERR_SUBAGENT_HOOK_RESULT', `its result code ${JSON.stringify(result.code)} is not a tool error code`)
   if (!withinDepth(result.value)) throw subagentError('ERR_SUBAGENT_HOOK_RESULT', `its result value is nested deeper than ${MAX_VALUE_DEPTH} levels`)
   const checked: ToolResult = { isError: result.isError, content: result.content.map((block) => ({ ...block })) }
   if (result.code !== undefined) checked.code = result.code

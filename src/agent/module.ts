@@ -2,10 +2,10 @@
  * Agent modules: the models, tools and hooks every agent of a host uses. The host imports the
  * module, and so does every worker thread, so both transports run the same code.
  */
-import type { ContentBlock } from '../protocol/content.js'
-import type { ToolErrorCode } from '../protocol/session.js'
-import type { Model } from './model.js'
-import { defineTool, type ToolDefinition } from './tools.js'
+import type { ContentBlock } from '../protocol/shapes/content.js'
+import type { ToolErrorCode } from '../protocol/shapes/session.js'
+import type { Model } from './models/model.js'
+import { defineTool, type ToolDefinition } from './tools/tools.js'
 import type { AgentView } from './view.js'
 import { subagentError } from '../protocol/errors.js'
 

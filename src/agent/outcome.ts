@@ -3,8 +3,8 @@
  * top-level agent's turn: the output (the last non-empty assistant message, else all streamed
  * text, else nothing), the last turn end, and the usage summed.
  */
-import type { ContentBlock } from '../protocol/content.js'
-import type { SessionEvent, TurnEndReason, Usage } from '../protocol/session.js'
+import type { ContentBlock } from '../protocol/shapes/content.js'
+import type { SessionEvent, TurnEndReason, Usage } from '../protocol/shapes/session.js'
 
 export type StopReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'refusal'
 
@@ -25,17 +25,17 @@ export function readTurns(events: readonly SessionEvent[], from: number): TurnsR
   for (let i = from; i < events.length; i++) {
     const { type, data } = events[i]!
     if (type === 'assistant/message') {
-      const { content, usage: step } = data as { content: ContentBlock[]; usage?: Usage }
+      const { content, usage: step } = data
       if (content.length > 0) lastMessage = content
       committed = streamed.length
       if (step) usage = { inputTokens: (usage?.inputTokens ?? 0) + step.inputTokens, outputTokens: (usage?.outputTokens ?? 0) + step.outputTokens }
     } else if (type === 'assistant/chunk') {
-      streamed += (data as { chunk: { text: string } }).chunk.text
+      streamed += data.chunk.text
     } else if (type === 'child/moved') {
       // The request its runner was streaming is made again elsewhere: what it streamed does not count.
       streamed = streamed.slice(0, committed)
     } else if (type === 'turn/end') {
-      end = (data as { reason: TurnEndReason }).reason
+      end = data.reason
     }
   }
   const output = lastMessage ? lastMessage.map((b) => ({ ...b })) : streamed ? [{ type: 'text' as const, text: streamed }] : []

@@ -1,5 +1,5 @@
 /** An agent's session: a header and append-only events, with listeners for each append. */
-import type { SessionEvent, SessionEventMap, SessionEventType, SessionHeader } from '../protocol/session.js'
+import type { SessionEvent, SessionEventMap, SessionEventType, SessionHeader } from '../protocol/shapes/session.js'
 
 export type EventListener = (event: SessionEvent) => void
 

@@ -1,6 +1,6 @@
-import type { ContentBlock } from '../protocol/content.js'
-import type { AgentOptions } from '../protocol/child.js'
-import type { SessionEvent, SessionHeader, Usage } from '../protocol/session.js'
+import type { ContentBlock } from '../protocol/shapes/content.js'
+import type { AgentOptions } from '../protocol/shapes/child.js'
+import type { SessionEvent, SessionHeader, Usage } from '../protocol/shapes/session.js'
 import type { StopReason } from './outcome.js'
 
 export type { AgentOptions }

@@ -7,7 +7,7 @@
 import { jsonSchema, tool, type Tool } from 'ai'
 import type { AgentView, ToolDefinition, ToolExecution } from '../index.js'
 // The library's own tool-call pipeline, so a call reads the same as in a library agent.
-import { argumentsCheck, executeTool, renderText } from '../agent/tool-call.js'
+import { argumentsCheck, executeTool, renderText } from '../agent/tools/tool-call.js'
 import type { AiSdkModelMessage } from './parent-from-messages.js'
 
 /** What the AI SDK passes to `execute` (both versions), as far as it is used here. */

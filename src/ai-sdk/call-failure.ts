@@ -1,13 +1,13 @@
 /**
- * What a failed AI SDK model call says, for the shared request policy (agent/retry.ts). Providers
+ * What a failed AI SDK model call says, for the shared request policy (agent/models/retry.ts). Providers
  * report an HTTP failure as an `APICallError` (`statusCode`, `responseHeaders`, the provider's
  * message, and the URL), a connection that failed before an answer as an `APICallError` without
  * a status, and a stream cut under them as an `APICallError` of status 200 (or whatever the fetch
  * threw) over the network error. `@ai-sdk/provider` is never
  * imported: the error is read by its shape, wherever it sits in the cause chain.
  */
-import { addressOf, answeredWith, isRetryableStatus, lostConnection, networkCauseOf, retryAfterOf } from '../agent/endpoint-failure.js'
-import type { AttemptState, Failure } from '../agent/retry.js'
+import { addressOf, answeredWith, isRetryableStatus, lostConnection, networkCauseOf, retryAfterOf } from '../agent/models/endpoint-failure.js'
+import type { AttemptState, Failure } from '../agent/models/retry.js'
 
 interface CallErrorLike {
   message: string

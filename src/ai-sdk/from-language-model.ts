@@ -1,13 +1,13 @@
 /**
  * `fromLanguageModel(model, options?)`: an AI SDK language model (spec v2 of `ai` 5, v3 of `ai` 6,
  * v4 of `ai` 7) as a library Model, under the same request policy as `OpenAICompatibleModel`
- * (agent/retry.ts): retries of a 429, a 5xx or a lost connection before any chunk reached the
+ * (agent/models/retry.ts): retries of a 429, a 5xx or a lost connection before any chunk reached the
  * child, honouring retry-after; a silence timeout; a concurrency bound across every child using
  * it. It is plain code, so it can be registered on the host (`host.models.register`) or exported
  * by an agent module and run on a worker thread.
  */
 import type { Model, ModelRequest, StreamChunk } from '../index.js'
-import { RequestPolicy, type RequestPolicyOptions } from '../agent/retry.js'
+import { RequestPolicy, type RequestPolicyOptions } from '../agent/models/retry.js'
 import { judgeCallFailure } from './call-failure.js'
 import type { LanguageModelLike, StreamPartLike } from './language-model.js'
 import { toCallOptions } from './prompt.js'

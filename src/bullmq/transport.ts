@@ -19,7 +19,7 @@
 import { randomUUID } from 'node:crypto'
 import { Queue, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
-import type { ChildSpec } from '../protocol/child.js'
+import type { ChildSpec } from '../protocol/shapes/child.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
 import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import { SilenceJudge } from '../parent/runners/liveness.js'

@@ -7,10 +7,12 @@
  */
 import {
   createHost,
+  isEvent,
   ScriptedModel,
   textResponse,
   toolCallResponse,
   type Agent,
+  type EventOf,
   type Host,
   type ModelRequest,
   type ScriptEntry,
@@ -82,8 +84,9 @@ async function delegate(host: Host, parent: Agent, name: string, provider: strin
   try {
     row.result = await run.result
     row.time = performance.now() - row.started
-    const measured = host.agents.get(run.id)?.session.events.find((e) => e.type === 'tool/result' && (e.data as { name: string }).name === 'measure')
-    const value = (measured?.data as { value?: { thread?: number } } | undefined)?.value
+    const measured = host.agents.get(run.id)?.session.events.find((e): e is EventOf<'tool/result'> => isEvent(e, 'tool/result') && e.data.name === 'measure')
+    // The measure tool's own value, as demo-module.ts returns it.
+    const value = measured?.data.value as { thread?: number } | undefined
     if (value?.thread !== undefined) row.thread = value.thread
   } finally {
     await run.dispose()

@@ -34,7 +34,7 @@ import {
   type ToolExecution,
 } from '../index.js'
 // The library's one argument validator, so arguments are checked as a library agent checks them.
-import { argumentErrorsText, argumentValidator } from '../agent/schema.js'
+import { argumentErrorsText, argumentValidator } from '../agent/tools/schema.js'
 import { delegationCall, providerOf } from './delegation.js'
 import { watchProgress } from './progress.js'
 import { subagentError } from '../protocol/errors.js'

@@ -53,7 +53,7 @@ const isNonEmptyString = (value: unknown) => typeof value === 'string' && value 
 /**
  * Every AgentOptions key and its check, in one table (as ajv and piscina check theirs):
  * createAgent, resumeAgent, a start request and the subagent tool's config all check here, and
- * the wire schema (protocol/child.ts) says the same.
+ * the wire schema (protocol/shapes/child.ts) says the same.
  */
 const AGENT_OPTION_RULES: { readonly [K in keyof Required<AgentOptions>]: AgentOptionRule } = {
   provider: { valid: isNonEmptyString, expected: 'the name a model is registered under (a non-empty string)' },

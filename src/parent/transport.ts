@@ -5,16 +5,16 @@
  */
 import type { ChildSpec } from '../agent/child.js'
 import type { AgentView } from '../agent/view.js'
-import type { ContentBlock } from '../protocol/content.js'
-import type { SessionEvent } from '../protocol/session.js'
-import type { Notice } from '../protocol/notice.js'
-import type { RunnerConfig } from '../protocol/messages.js'
+import type { ContentBlock } from '../protocol/shapes/content.js'
+import type { SessionEvent } from '../protocol/shapes/session.js'
+import type { Notice } from '../protocol/shapes/notice.js'
+import type { ChildFault, RunnerConfig } from '../protocol/messages.js'
 import type { Placement } from './types.js'
 
 /** What the transport knows beyond the events: a capture, or a fault the events cannot show. */
 export interface ChildOutcome {
   structured?: { value: unknown }
-  fault?: { stopReason: 'error' | 'aborted'; diagnostic: string }
+  fault?: ChildFault
 }
 
 /** The host's copy of the child: what `host.agents` shows and host tools see as `exec.agent`. */

@@ -1,12 +1,12 @@
 /** The provider seam (DESIGN.md "Public surface") and the host's shared option types. */
 import type { ResourceLimits } from 'node:worker_threads'
-import type { Model } from '../agent/model.js'
-import type { Infer } from '../agent/infer.js'
+import type { Model } from '../agent/models/model.js'
+import type { Infer } from '../agent/tools/infer.js'
 import type { StopReason } from '../agent/outcome.js'
-import type { ToolDefinition, ToolFilter } from '../agent/tools.js'
+import type { ToolDefinition, ToolFilter } from '../agent/tools/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
-import type { ContentBlock } from '../protocol/content.js'
-import type { ChildLimits, SessionEvent, Usage } from '../protocol/session.js'
+import type { ContentBlock } from '../protocol/shapes/content.js'
+import type { ChildLimits, SessionEvent, Usage } from '../protocol/shapes/session.js'
 
 /** `S` is the type of `outputSchema`, which types the result's `structured`. */
 export interface SubagentStartRequest<S extends object = object> {

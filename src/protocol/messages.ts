@@ -19,14 +19,14 @@
  *               whose host cannot see the error itself, such as a child process).
  *               host: bye, to a node: this host is done with it; let go of every child it placed.
  */
-import { ChildSpec, RemoteToolDescriptor } from './child.js'
-import { contentBlocks, type ContentBlockSchema } from './content.js'
-import { WireError } from './error.js'
-import { NoticeFields } from './notice.js'
+import { ChildSpec, RemoteToolDescriptor } from './shapes/child.js'
+import { contentBlocks, type ContentBlockSchema } from './shapes/content.js'
+import { WireError } from './shapes/error.js'
+import { NoticeFields } from './shapes/notice.js'
 import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
 import { anything, arrayOf, boolean, closed, count, ref, string, union, variant, type Wire } from './schema.js'
-import { KnownSessionEvent, type KnownSessionEventSchema } from './session.js'
-import type { StreamChunkSchema } from './stream.js'
+import { KnownSessionEvent, type KnownSessionEventSchema } from './shapes/session.js'
+import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
@@ -49,6 +49,10 @@ export const RunnerConfig = closed(
   ['agentModule', 'persona', 'abortGraceMs'],
 )
 export type RunnerConfig = Wire<typeof RunnerConfig>
+
+/** How a child's run ended when its events cannot show it (its runner went under it): a node's `ended`, a transport's outcome. */
+export const ChildFault = closed({ stopReason: { enum: ['error', 'aborted'] }, diagnostic: string })
+export type ChildFault = Wire<typeof ChildFault>
 
 export const HostMessage = {
   $id: 'urn:subagent-worker:host-message',
@@ -100,7 +104,7 @@ export const RunnerMessage = {
      * `movable`: for a fault its thread-mates survive (CONTRACT.md §8); the node holds the child
      * until the host rebuilds it there (a create) or lets it go (a drop).
      */
-    variant('ended', { child, stopReason: { enum: ['error', 'aborted'] }, diagnostic: string, movable: boolean }, ['movable']),
+    variant('ended', { child, ...ChildFault.properties, movable: boolean }, ['movable']),
     RpcCall,
     RpcCancel,
     variant('pong', { n: count }),

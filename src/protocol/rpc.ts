@@ -7,12 +7,12 @@
  * and becomes an aborted signal on the far side; every pending call rejects when the channel
  * closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
  */
-import { fromWireError, toWireError, WireError } from './error.js'
-import type { ContentBlockSchema } from './content.js'
-import { ModelRequestData } from './model.js'
+import { fromWireError, toWireError, WireError } from './shapes/error.js'
+import { ContentBlock, type ContentBlockSchema } from './shapes/content.js'
+import { ModelRequestData } from './shapes/model.js'
 import type { Sink } from './outbox.js'
-import { anything, boolean, closed, object, ref, string, variant, type JSONSchema, type Wire } from './schema.js'
-import { StreamChunk, type StreamChunkSchema } from './stream.js'
+import { anything, boolean, closed, object, ref, string, variant, type Wire } from './schema.js'
+import { StreamChunk, type StreamChunkSchema } from './shapes/stream.js'
 import { ProtocolError, validator, type Validator } from './validate.js'
 import { cloneableReason } from './values.js'
 import { subagentError } from './errors.js'
@@ -24,25 +24,24 @@ export type ToolCall = Wire<typeof ToolCall>
 export const ToolReply = closed({ text: string, concluded: boolean, value: anything }, ['value'])
 export type ToolReply = Wire<typeof ToolReply>
 
-/** The method map: each method's payload and result, as types (here) and as schemas (RPC_METHODS). */
-export interface RpcMethods {
-  /** Streams a host-placed model: chunks while it runs, then `null`. */
-  model: { payload: ModelCall; result: null }
-  /** Runs a host-placed tool: its rendered text, its value, and whether it concluded the turn. */
-  tool: { payload: ToolCall; result: ToolReply }
-}
-export type RpcMethod = keyof RpcMethods
-export type RpcPayload<M extends RpcMethod> = RpcMethods[M]['payload']
-export type RpcResult<M extends RpcMethod> = RpcMethods[M]['result']
-
+/**
+ * The method map, the one place a method is named: its payload and result checks. Both ends'
+ * types derive from it (as comlink derives both ends from one interface).
+ */
 const RPC_METHODS = {
-  model: { payload: ModelCall, result: { type: 'null' } },
-  tool: { payload: ToolCall, result: ToolReply },
-} as const satisfies { [M in RpcMethod]: { payload: JSONSchema; result: JSONSchema } }
+  /** Streams a host-placed model: chunks while it runs, then `null`. */
+  model: { payload: validator(ModelCall, ContentBlock), result: validator({ type: 'null' } as const) },
+  /** Runs a host-placed tool: its rendered text, its value, and whether it concluded the turn. */
+  tool: { payload: validator(ToolCall), result: validator(ToolReply) },
+}
+type Checked<V> = V extends Validator<infer T> ? T : never
+export type RpcMethod = keyof typeof RPC_METHODS
+export type RpcPayload<M extends RpcMethod> = Checked<(typeof RPC_METHODS)[M]['payload']>
+export type RpcResult<M extends RpcMethod> = Checked<(typeof RPC_METHODS)[M]['result']>
 
 const child = { type: 'string', minLength: 1 } as const
 const call = { type: 'integer', minimum: 1 } as const
-const method = { enum: ['model', 'tool'] } as const satisfies { enum: readonly RpcMethod[] }
+const method = { enum: Object.keys(RPC_METHODS) as RpcMethod[] }
 
 /** Runner → host. */
 export const RpcCall = variant('rpc/call', { child, call, method, payload: anything })
@@ -58,15 +57,6 @@ export const RpcFailure = variant('rpc/error', { child, call, error: WireError }
 type RpcChunks = Wire<typeof RpcChunks, [StreamChunkSchema]>
 type RpcReturn = Wire<typeof RpcReturn, [StreamChunkSchema]>
 export type RpcReply = RpcChunks | RpcReturn | Wire<typeof RpcFailure>
-
-const payloadIs: { [M in RpcMethod]: Validator<RpcPayload<M>> } = {
-  model: validator<ModelCall>(RPC_METHODS.model.payload),
-  tool: validator<ToolCall>(RPC_METHODS.tool.payload),
-}
-const resultIs: { [M in RpcMethod]: Validator<RpcResult<M>> } = {
-  model: validator<null>(RPC_METHODS.model.result),
-  tool: validator<ToolReply>(RPC_METHODS.tool.result),
-}
 
 interface Pending {
   method: RpcMethod
@@ -117,7 +107,7 @@ export class RpcClient {
     if (reply.type === 'rpc/chunks') return
     this.#pending.delete(reply.call)
     if (reply.type === 'rpc/error') pending.reject(fromWireError(reply.error))
-    else if (resultIs[pending.method](reply.value ?? null)) pending.resolve(reply.value ?? null)
+    else if (RPC_METHODS[pending.method].result(reply.value ?? null)) pending.resolve(reply.value ?? null)
     else pending.reject(new ProtocolError(`the host sent a malformed result for a "${pending.method}" call`))
   }
 
@@ -172,7 +162,7 @@ export class RpcServer {
     }
     const id = message.call
     if (this.#active.has(id)) return this.#fail(id, new ProtocolError(`rpc call ${id} is already running`))
-    const check = payloadIs[message.method]
+    const check = RPC_METHODS[message.method].payload
     if (!check(message.payload)) {
       return this.#fail(id, new ProtocolError(`invalid payload for rpc method "${message.method}": ${check.explain(message.payload, 'payload')}`))
     }

@@ -8,8 +8,11 @@ import type { FromSchema, FromSchemaOptions, JSONSchema } from 'json-schema-to-t
 
 export type { JSONSchema }
 
-/** The TypeScript type of a wire shape; `Refs` lists the shared shapes it `ref`s (by their schema types). */
-export type Wire<S extends JSONSchema, Refs extends Exclude<FromSchemaOptions['references'], false | undefined> = []> = FromSchema<S, { references: Refs }>
+/** The shared shapes (schemas with an `$id`) that a schema `ref`s, by their schema types. */
+export type References = Exclude<FromSchemaOptions['references'], false | undefined>
+
+/** The TypeScript type of a wire shape; `Refs` lists the shared shapes it `ref`s. */
+export type Wire<S extends JSONSchema, Refs extends References = []> = FromSchema<S, { references: Refs }>
 
 type Properties = Record<string, JSONSchema>
 type Keys<P> = readonly (keyof P & string)[]

@@ -4,6 +4,7 @@
  * its `$id` (by the module that defines it), compiled once, and referenced from the others.
  */
 import { SubagentError } from './errors.js'
+import type { JSONSchema, References, Wire } from './schema.js'
 import { Ajv, type ValidateFunction } from 'ajv'
 
 // strictRequired is off: a discriminated oneOf lists its tag as required at its root by design.
@@ -32,12 +33,16 @@ export interface Validator<T> {
   explain(value: unknown, what: string): string
 }
 
-/** A lazily compiled, cached validator for a wire shape; `T` is the shape's type (as its module derives it). */
-export function validator<T>(schema: object): Validator<T> {
+/**
+ * A lazily compiled, cached validator for a wire shape, typed from its schema as `Wire` types the
+ * shape: `references` are the shared shapes it `ref`s (transitively). Ajv finds those by `$id`
+ * (registered by `share`), so they are there for the type only.
+ */
+export function validator<S extends JSONSchema, R extends References = []>(schema: S, ..._references: R): Validator<Wire<S, R>> {
   let compiled: ValidateFunction | undefined
   const id = (schema as { $id?: unknown }).$id
   const compile = (): ValidateFunction => (compiled ??= (typeof id === 'string' && ajv.getSchema(id)) || ajv.compile(schema))
-  const check = ((value: unknown) => compile()(value)) as Validator<T>
+  const check = ((value: unknown) => compile()(value)) as Validator<Wire<S, R>>
   check.explain = (value, what) => {
     const validate = compile()
     return validate(value) ? 'no violation' : ajv.errorsText(validate.errors, { dataVar: what })

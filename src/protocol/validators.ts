@@ -1,17 +1,18 @@
-/** The validators every boundary uses, compiled once each. */
-import { ContentBlock } from './content.js'
+/** The validators every boundary uses, compiled once each, each typed by its schema. */
+import { ContentBlock } from './shapes/content.js'
 import { HostFrame, HostMessage, RunnerFrame, RunnerMessage } from './messages.js'
-import { KnownSessionEvent, SessionEvent } from './session.js'
-import { StreamChunk } from './stream.js'
+import { KnownSessionEvent, SessionEvent, ToolErrorCode } from './shapes/session.js'
+import { StreamChunk } from './shapes/stream.js'
 import { validator } from './validate.js'
 
-export const isContentBlock = validator<ContentBlock>(ContentBlock)
+export const isContentBlock = validator(ContentBlock)
 /** A known event with its data checked: what a child may stream back. */
-export const isKnownSessionEvent = validator<KnownSessionEvent>(KnownSessionEvent)
+export const isKnownSessionEvent = validator(KnownSessionEvent, ContentBlock)
 /** Any well-formed event: what a foreign parent's session may contain. */
-export const isSessionEvent = validator<SessionEvent>(SessionEvent)
-export const isStreamChunk = validator<StreamChunk>(StreamChunk)
-export const isHostFrame = validator<HostMessage[]>(HostFrame)
-export const isHostMessage = validator<HostMessage>(HostMessage)
-export const isRunnerFrame = validator<RunnerMessage[]>(RunnerFrame)
-export const isRunnerMessage = validator<RunnerMessage>(RunnerMessage)
+export const isSessionEvent = validator(SessionEvent)
+export const isStreamChunk = validator(StreamChunk)
+export const isToolErrorCode = validator(ToolErrorCode)
+export const isHostFrame = validator(HostFrame, HostMessage, ContentBlock, StreamChunk)
+export const isHostMessage = validator(HostMessage, ContentBlock, StreamChunk)
+export const isRunnerFrame = validator(RunnerFrame, RunnerMessage, ContentBlock, KnownSessionEvent)
+export const isRunnerMessage = validator(RunnerMessage, ContentBlock, KnownSessionEvent)

@@ -38,7 +38,7 @@ const id = { type: 'string', minLength: 1 } as const
  */
 const ChildJob = { type: 'object', properties: { v: count, host: id, child: id }, required: ['v', 'host', 'child'] } as const
 export type ChildJob = Wire<typeof ChildJob>
-const isChildJob = validator<ChildJob>(ChildJob)
+const isChildJob = validator(ChildJob)
 
 /**
  * Node → host, its first word about a job it took: the child the job names and the job's lock
@@ -48,7 +48,7 @@ const isChildJob = validator<ChildJob>(ChildJob)
  */
 const TakeMessage = variant('take', { child: id, token: id })
 export type TakeMessage = Wire<typeof TakeMessage>
-export const isTakeMessage = validator<TakeMessage>(TakeMessage)
+export const isTakeMessage = validator(TakeMessage)
 
 export function childJob(host: string, child: string): ChildJob {
   return { v: PROTOCOL_VERSION, host, child }

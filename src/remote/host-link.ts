@@ -7,7 +7,7 @@
 import { Outbox } from '../protocol/outbox.js'
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
 import { isHostFrame } from '../protocol/validators.js'
-import { toWireError } from '../protocol/error.js'
+import { toWireError } from '../protocol/shapes/error.js'
 import { ProtocolError } from '../protocol/validate.js'
 import type { Fault } from '../parent/runners/channel.js'
 import type { Mark, SilenceJudge } from '../parent/runners/liveness.js'

@@ -18,7 +18,7 @@ import type { ChannelChild, Fault, RunnerChannel } from '../parent/runners/chann
 import { startGrace } from '../parent/runners/grace.js'
 import type { Mobility } from '../parent/runners/move-point.js'
 import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
-import { toWireError } from '../protocol/error.js'
+import { toWireError } from '../protocol/shapes/error.js'
 import { messageOf } from '../protocol/errors.js'
 import type { CreateMessage } from './envelope.js'
 

@@ -3,10 +3,10 @@
  * channel has been sent: module code runs on the runner and may take it down (exit, spin, crash),
  * and what a child recorded before must already be on its way to the host.
  */
-import type { Model } from '../agent/model.js'
+import type { Model } from '../agent/models/model.js'
 import type { AgentHooks, AgentModule } from '../agent/module.js'
-import type { ToolDefinition } from '../agent/tools.js'
-import type { StreamChunk } from '../protocol/stream.js'
+import type { ToolDefinition } from '../agent/tools/tools.js'
+import type { StreamChunk } from '../protocol/shapes/stream.js'
 
 /** Runs module code after the queued messages are sent (see Outbox.afterSent). */
 export type Guard = <T>(code: () => T) => Promise<Awaited<T>>

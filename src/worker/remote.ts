@@ -1,14 +1,11 @@
 /** Stand-ins for host-placed models and tools: each call goes to the host over the typed RPC. */
-import type { Model, ModelRequest } from '../agent/model.js'
-import { RenderedValue } from '../agent/tool-call.js'
-import { ToolError, type ToolDefinition } from '../agent/tools.js'
-import type { RemoteToolDescriptor } from '../protocol/child.js'
+import type { Model, ModelRequest } from '../agent/models/model.js'
+import { RenderedValue } from '../agent/tools/tool-call.js'
+import { ToolError, type ToolDefinition } from '../agent/tools/tools.js'
+import type { RemoteToolDescriptor } from '../protocol/shapes/child.js'
 import type { RpcClient } from '../protocol/rpc.js'
-import type { StreamChunk } from '../protocol/stream.js'
-import { ToolErrorCode } from '../protocol/session.js'
-import { validator } from '../protocol/validate.js'
-
-const isToolErrorCode = validator<ToolErrorCode>(ToolErrorCode)
+import type { StreamChunk } from '../protocol/shapes/stream.js'
+import { isToolErrorCode } from '../protocol/validators.js'
 
 export function remoteModel(rpc: RpcClient, provider: string): Model {
   return {

@@ -4,7 +4,7 @@
  * (a worker thread today; a child process or a node can do the same).
  */
 import { loadAgentModule } from '../agent/module-loader.js'
-import { toWireError } from '../protocol/error.js'
+import { toWireError } from '../protocol/shapes/error.js'
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
 import { Outbox } from '../protocol/outbox.js'
 import { ProtocolError } from '../protocol/validate.js'

@@ -1,6 +1,6 @@
 /** What a failed model call says and when it is worth another attempt, shared by both model adapters. */
 import { describe, expect, it } from 'vitest'
-import { isRetryableStatus, lostConnection, networkCauseOf, providerMessage, retryAfterOf } from '../../dist/agent/endpoint-failure.js'
+import { isRetryableStatus, lostConnection, networkCauseOf, providerMessage, retryAfterOf } from '../../dist/agent/models/endpoint-failure.js'
 
 const headers = (values: Record<string, string>) => (name: string) => values[name]
 

@@ -1,7 +1,7 @@
 /** Every error class the library throws shares one base and a stable code, and keeps its own name and `instanceof`. */
 import { describe, expect, it } from 'vitest'
 import { InvalidOptionError, ProtocolError, SessionLiveError, SubagentDepthError, UnsupportedSchemaError } from '../../dist/index.js'
-import { ModelEndpointError } from '../../dist/agent/endpoint-failure.js'
+import { ModelEndpointError } from '../../dist/agent/models/endpoint-failure.js'
 import { RunnerLostError } from '../../dist/parent/runners/remote-child.js'
 import { subagentError, SubagentError, SubagentTypeError } from '../../dist/protocol/errors.js'
 

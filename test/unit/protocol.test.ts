@@ -1,11 +1,44 @@
 /** The frame protocol's shapes: validators accept what the two ends send and refuse anything else. */
-import { describe, expect, it } from 'vitest'
-import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
-import { isHostFrame, isKnownSessionEvent, isRunnerFrame } from '../../dist/protocol/validators.js'
+import { describe, expect, expectTypeOf, it } from 'vitest'
+import type { ContentBlock } from '../../dist/protocol/shapes/content.js'
+import { PROTOCOL_VERSION, type HostMessage, type RunnerMessage } from '../../dist/protocol/messages.js'
+import type { ModelCall, RpcMethod, RpcPayload, RpcResult, ToolCall, ToolReply } from '../../dist/protocol/rpc.js'
+import type { KnownSessionEvent } from '../../dist/protocol/shapes/session.js'
+import type { StreamChunk } from '../../dist/protocol/shapes/stream.js'
+import type { Validator } from '../../dist/protocol/validate.js'
+import * as validators from '../../dist/protocol/validators.js'
 import { MAX_VALUE_DEPTH, tryClone, withinDepth } from '../../dist/protocol/values.js'
 
 const header = { id: 'c1', createdAt: new Date(0).toISOString() }
 const spec = { id: 'c1', header, options: {}, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }
+
+const { isHostFrame, isKnownSessionEvent, isRunnerFrame } = validators
+
+type Checked<V> = V extends Validator<infer T> ? T : never
+
+describe('types from schemas', () => {
+  // Checked by the test build (`tsc -p test`): each validator is typed by its schema, as its shape's type is.
+  it('a validator narrows to its shape\'s type', () => {
+    expectTypeOf<Checked<typeof validators.isContentBlock>>().toEqualTypeOf<ContentBlock>()
+    expectTypeOf<Checked<typeof validators.isStreamChunk>>().toEqualTypeOf<StreamChunk>()
+    expectTypeOf<Checked<typeof validators.isKnownSessionEvent>>().toEqualTypeOf<KnownSessionEvent>()
+    expectTypeOf<Checked<typeof validators.isHostMessage>>().toEqualTypeOf<HostMessage>()
+    expectTypeOf<Checked<typeof validators.isHostFrame>>().toEqualTypeOf<HostMessage[]>()
+    expectTypeOf<Checked<typeof validators.isRunnerMessage>>().toEqualTypeOf<RunnerMessage>()
+    expectTypeOf<Checked<typeof validators.isRunnerFrame>>().toEqualTypeOf<RunnerMessage[]>()
+    // Only seq and type: a foreign parent's event is not checked further.
+    expectTypeOf<Checked<typeof validators.isSessionEvent>>().toEqualTypeOf<{ [x: string]: unknown; seq: number; type: string }>()
+  })
+
+  it('the RPC types come from its one method map', () => {
+    expectTypeOf<RpcMethod>().toEqualTypeOf<'model' | 'tool'>()
+    expectTypeOf<Extract<RunnerMessage, { type: 'rpc/call' }>['method']>().toEqualTypeOf<RpcMethod>()
+    expectTypeOf<RpcPayload<'model'>>().toEqualTypeOf<ModelCall>()
+    expectTypeOf<RpcPayload<'tool'>>().toEqualTypeOf<ToolCall>()
+    expectTypeOf<RpcResult<'model'>>().toEqualTypeOf<null>()
+    expectTypeOf<RpcResult<'tool'>>().toEqualTypeOf<ToolReply>()
+  })
+})
 
 describe('frame validators', () => {
   it('accept well-formed frames in both directions', () => {
@@ -47,7 +80,7 @@ describe('values that cross', () => {
 
 describe('argument validators', () => {
   it('equal schemas share one compiled validator, so cloned schemas do not pile up', async () => {
-    const { argumentValidator } = await import('../../dist/agent/schema.js')
+    const { argumentValidator } = await import('../../dist/agent/tools/schema.js')
     const schema = () => ({ type: 'object', properties: { a: { type: 'string' } } })
     expect(argumentValidator(schema())).toBe(argumentValidator(schema()))
   })

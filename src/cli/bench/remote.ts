@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Transport } from '../../index.js'
 import { BENCH_MODULE } from './module-url.js'
-import { PROC_AVAILABLE } from './proc.js'
+import { PROC_AVAILABLE } from './measure/proc.js'
 import { onInterrupt, startProcess, type Spawned } from './spawned.js'
 import type { RemoteInfo } from './types.js'
 

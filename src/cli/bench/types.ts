@@ -1,7 +1,7 @@
 /** What a scenario reports: the shape of the table rows, the chart and the JSON file. */
 import type { ScenarioId } from './args.js'
-import type { MachineInfo } from './machine.js'
-import type { Direction, Summary } from './stats.js'
+import type { MachineInfo } from './measure/machine.js'
+import type { Direction, Summary } from './measure/stats.js'
 
 /**
  * Where children run: the host's `isolation`, or `remote`, the BullMQ transport with worker nodes

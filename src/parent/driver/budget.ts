@@ -11,8 +11,8 @@
  * the host served is not believed.
  */
 import { limitReason, type LimitReason } from '../../agent/limit-stop.js'
-import type { Model } from '../../agent/model.js'
-import type { ChildLimits, SessionEvent, Usage } from '../../protocol/session.js'
+import type { Model } from '../../agent/models/model.js'
+import type { ChildLimits, SessionEvent, Usage } from '../../protocol/shapes/session.js'
 import { narrowest } from './limits.js'
 import { MAX_TIMER_MS } from '../options.js'
 import { subagentError } from '../../protocol/errors.js'
@@ -146,7 +146,7 @@ export class Budget {
     const { maxSteps } = this.limits
     // The runner made a request beyond its bound (its own loop stops before it): stop it.
     if (maxSteps !== undefined && this.#reportedSteps > maxSteps) this.#owner?.stop(limitReason('maxSteps', maxSteps))
-    const usage = counted((event.data as { usage?: Usage }).usage)
+    const usage = counted(event.data.usage)
     if (usage) this.#spend(() => void (this.#reported = add(this.#reported, usage)))
   }
 

@@ -6,7 +6,7 @@
  * activation's start).
  */
 import type { LimitReason } from '../../agent/limit-stop.js'
-import type { SessionEvent, TurnEndReason } from '../../protocol/session.js'
+import type { SessionEvent, TurnEndReason } from '../../protocol/shapes/session.js'
 import type { ChildOutcome } from '../transport.js'
 import { diagnosticText } from './result.js'
 

@@ -2,7 +2,7 @@
  * Background one-shot runs (CONTRACT.md §6): a job is owned by the agent that started it, runs
  * until its child settles, and is always disposed; its outcome is kept for `job_output`.
  */
-import { textOf } from '../../protocol/content.js'
+import { textOf } from '../../protocol/shapes/content.js'
 import { messageOf, subagentError } from '../../protocol/errors.js'
 import type { LimitName } from '../../agent/limit-stop.js'
 import type { SubagentRun } from '../types.js'

@@ -1,5 +1,5 @@
 /** Lifecycle events (CONTRACT.md §7). Observers can never break a run: a throwing listener is reported as a process warning. */
-import type { SessionEvent, Usage } from '../../protocol/session.js'
+import type { SessionEvent, Usage } from '../../protocol/shapes/session.js'
 import type { Settlement, SubagentResult } from '../types.js'
 import { messageOf, subagentError } from '../../protocol/errors.js'
 

@@ -3,7 +3,7 @@
  * Enforcement lives in budget.ts (the host's tree of what each child may still spend).
  */
 import type { LimitName } from '../../agent/limit-stop.js'
-import type { ChildLimits, SessionEvent, SessionHeader, Usage } from '../../protocol/session.js'
+import type { ChildLimits, SessionEvent, SessionHeader } from '../../protocol/shapes/session.js'
 import type { SessionStore } from './stores/store.js'
 import { InvalidOptionError } from '../options.js'
 
@@ -48,7 +48,7 @@ export function narrowest(...sources: Array<ChildLimits | undefined>): ChildLimi
 export async function spentInTree(store: SessionStore, header: SessionHeader, events: readonly SessionEvent[]): Promise<number> {
   let spent = 0
   for (const event of events.slice(header.seedLength ?? 0)) {
-    const usage = event.type === 'assistant/message' ? (event.data as { usage?: Usage }).usage : undefined
+    const usage = event.type === 'assistant/message' ? event.data.usage : undefined
     if (usage) spent += Math.max(0, usage.inputTokens) + Math.max(0, usage.outputTokens)
   }
   const { sessions } = await store.list({ parentSession: header.id })

@@ -1,7 +1,7 @@
 /** Result extraction (CONTRACT.md §3): only the child's own events, never the fork seed. */
 import { asLimitReason, limitDiagnostic } from '../../agent/limit-stop.js'
 import { readTurns, stopReasonOf } from '../../agent/outcome.js'
-import type { SessionEvent, TurnEndReason } from '../../protocol/session.js'
+import type { SessionEvent, TurnEndReason } from '../../protocol/shapes/session.js'
 import type { ChildOutcome } from '../transport.js'
 import type { SubagentResult, SubagentStopReason } from '../types.js'
 

@@ -3,20 +3,20 @@
  * extracts the result, and tears the child down on dispose (CONTRACT.md §2).
  */
 import type { AgentOptions } from '../../agent/view.js'
-import { textOf, type ContentBlock } from '../../protocol/content.js'
-import type { SessionEvent } from '../../protocol/session.js'
+import { textOf, type ContentBlock } from '../../protocol/shapes/content.js'
+import type { SessionEvent } from '../../protocol/shapes/session.js'
 import { limitDiagnostic, type LimitReason } from '../../agent/limit-stop.js'
 import type { Budget } from './budget.js'
-import type { ChildOutcomeInfo } from './diagnostics.js'
+import type { ChildOutcomeInfo } from './watch/diagnostics.js'
 import type { Lifecycle, SubagentEndEvent, SubagentStartEvent } from './lifecycle.js'
 import { extractResult } from './result.js'
 import { closeTurn } from './close-turn.js'
-import type { EventsOptions } from './feed.js'
+import type { EventsOptions } from './watch/feed.js'
 import type { SessionWriter } from './stores/store.js'
 import type { ChildHandle } from '../transport.js'
-import type { Notice } from '../../protocol/notice.js'
+import type { Notice } from '../../protocol/shapes/notice.js'
 import type { SubagentResult, SubagentRun } from '../types.js'
-import type { ChildWatch, Mirror } from './watch.js'
+import type { ChildWatch, Mirror } from './watch/watch.js'
 import { messageOf, subagentError } from '../../protocol/errors.js'
 
 export interface RunHooks {

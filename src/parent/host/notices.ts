@@ -3,7 +3,7 @@
  * in the session of the agent that started it, wherever that agent's loop runs: a top-level agent
  * or an inline child in this thread, a child on a runner through its handle (a `notify` message).
  */
-import { settlementNotice, type Notice } from '../../protocol/notice.js'
+import { settlementNotice, type Notice } from '../../protocol/shapes/notice.js'
 import type { Lifecycle } from '../driver/lifecycle.js'
 
 /** A live agent that can take a notice into its inbox. */

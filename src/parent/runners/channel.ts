@@ -10,7 +10,7 @@
  * through a bounded intake (intake.ts), so what one runner sends cannot hold the host's loop.
  */
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../../protocol/messages.js'
-import { fromWireError } from '../../protocol/error.js'
+import { fromWireError } from '../../protocol/shapes/error.js'
 import { Outbox } from '../../protocol/outbox.js'
 import { isRunnerFrame, isRunnerMessage } from '../../protocol/validators.js'
 import { describeShape } from '../../protocol/values.js'

@@ -7,12 +7,12 @@
  * system prompt come from the spec the host holds, never from the request.
  */
 import { childSystemPrompt } from '../../agent/child.js'
-import { runToolCall, unknownTool } from '../../agent/tool-call.js'
-import type { ToolDefinition } from '../../agent/tools.js'
+import { runToolCall, unknownTool } from '../../agent/tools/tool-call.js'
+import type { ToolDefinition } from '../../agent/tools/tools.js'
 import type { AgentView } from '../../agent/view.js'
-import type { AgentOptions, ChildSpec } from '../../protocol/child.js'
-import { textOf } from '../../protocol/content.js'
-import type { ModelRequestData } from '../../protocol/model.js'
+import type { AgentOptions, ChildSpec } from '../../protocol/shapes/child.js'
+import { textOf } from '../../protocol/shapes/content.js'
+import type { ModelRequestData } from '../../protocol/shapes/model.js'
 import type { RpcHandlers } from '../../protocol/rpc.js'
 import { ProtocolError } from '../../protocol/validate.js'
 import { isStreamChunk } from '../../protocol/validators.js'

@@ -9,8 +9,8 @@
  * next host model request. Anything else may have had effects the host cannot see, and is not
  * moved.
  */
-import type { ToolCallBlock } from '../../protocol/content.js'
-import type { SessionEvent } from '../../protocol/session.js'
+import type { ToolCallBlock } from '../../protocol/shapes/content.js'
+import type { SessionEvent } from '../../protocol/shapes/session.js'
 import type { CallLedger } from './call-ledger.js'
 
 /** The module hooks a runner has (from its `ready`); undefined when it did not say. */

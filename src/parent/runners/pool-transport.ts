@@ -9,7 +9,7 @@
  * could fill every slot with waiting parents and never finish. Waits only point one level down,
  * so pools per level cannot deadlock.
  */
-import type { ChildSpec } from '../../protocol/child.js'
+import type { ChildSpec } from '../../protocol/shapes/child.js'
 import type { RunnerConfig } from '../../protocol/messages.js'
 import type { RunnerChannel } from './channel.js'
 import { RemoteChild, RunnerLostError } from './remote-child.js'

@@ -18,14 +18,14 @@
  *       │                    │           placing ──slot──▶ rebuilding
  *       └──── create-failed, let go, runner gone, protocol error, cancel while moving ──▶ ended
  */
-import { argumentValidator } from '../../agent/schema.js'
-import type { ToolDefinition } from '../../agent/tools.js'
-import type { ChildSpec, RemoteToolDescriptor } from '../../protocol/child.js'
-import type { ContentBlock } from '../../protocol/content.js'
-import { fromWireError } from '../../protocol/error.js'
+import { argumentValidator } from '../../agent/tools/schema.js'
+import type { ToolDefinition } from '../../agent/tools/tools.js'
+import type { ChildSpec, RemoteToolDescriptor } from '../../protocol/shapes/child.js'
+import type { ContentBlock } from '../../protocol/shapes/content.js'
+import { fromWireError } from '../../protocol/shapes/error.js'
 import type { HostMessage, RunnerMessage } from '../../protocol/messages.js'
-import type { SessionEvent } from '../../protocol/session.js'
-import type { Notice } from '../../protocol/notice.js'
+import type { SessionEvent } from '../../protocol/shapes/session.js'
+import type { Notice } from '../../protocol/shapes/notice.js'
 import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer, type RpcHandlers } from '../../protocol/rpc.js'
 import { cloneableReason } from '../../protocol/values.js'

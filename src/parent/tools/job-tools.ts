@@ -1,5 +1,5 @@
 /** Tools for background jobs: collect (`job_output`), stop (`job_kill`), list (`job_list`). Each agent sees only its own jobs. */
-import { defineTool, ToolError, type ToolDefinition } from '../../agent/tools.js'
+import { defineTool, ToolError, type ToolDefinition } from '../../agent/tools/tools.js'
 import type { Host } from '../host/host.js'
 import type { JobInfo } from '../driver/jobs.js'
 

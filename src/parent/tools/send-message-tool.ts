@@ -3,9 +3,9 @@
  * taken after what it already has, one activation each. A caller may message only the children
  * it started; an unknown, foreign or disposed id is an error result that says which.
  */
-import { defineTool, ToolError, type ToolDefinition } from '../../agent/tools.js'
+import { defineTool, ToolError, type ToolDefinition } from '../../agent/tools/tools.js'
 import { SubagentError, subagentError } from '../../protocol/errors.js'
-import { continuablesOf } from '../driver/continuables.js'
+import { continuablesOf } from '../driver/continuable/continuables.js'
 import type { Host } from '../host/host.js'
 import { SUBAGENT_TOOL_TEXTS as TEXTS } from './texts.js'
 

@@ -6,10 +6,11 @@
  * (and whom send_message gives more work). Misconfiguration fails when the tool is created, not
  * when the model first calls it.
  */
-import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../../agent/tools.js'
+import { defineTool, ToolError, type ToolDefinition, type ToolFilter } from '../../agent/tools/tools.js'
 import type { AgentOptions } from '../../agent/view.js'
-import { textOf, type ContentBlock } from '../../protocol/content.js'
+import { textOf, type ContentBlock } from '../../protocol/shapes/content.js'
 import { messageOf, subagentError } from '../../protocol/errors.js'
+import type { ChildMode } from '../../protocol/shapes/session.js'
 import { checkLimits, type ChildLimits } from '../driver/limits.js'
 import { withDelegatingCall } from '../driver/delegating-call.js'
 import { checkAgentOptions, isNonNegativeSafeInteger } from '../options.js'
@@ -24,7 +25,7 @@ export interface SubagentToolConfig {
   toolName?: string
   enableRunInBackground?: boolean
   /** 'one-shot' (default): foreground unless asked, background runs are jobs. 'continuable': background by default, a child that takes more work (CONTRACT.md §13). */
-  backgroundMode?: 'one-shot' | 'continuable'
+  backgroundMode?: ChildMode
   agentOptions?: AgentOptions
   persona?: string
   toolFilter?: ToolFilter

@@ -14,10 +14,10 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { textResponse, type ChildLimits } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost, type HostSetup } from '../harness.js'
 import type { Plan } from '../plan.js'
-import { figure } from '../stats.js'
+import { figure } from '../measure/stats.js'
 import { idealMs, streamEntry, type StreamShape } from '../stream-script.js'
 import type { ScenarioResult } from '../types.js'
-import { cpuMeter } from '../usage.js'
+import { cpuMeter } from '../measure/usage.js'
 import { allMet, ratioGoal, ratioOf, type Scenario, type ScenarioContext } from './scenario.js'
 
 /** Every limit, far beyond what a bench child spends: the cost of counting, never of stopping. */

@@ -12,7 +12,7 @@ import { toolCallResponse } from '../../../index.js'
 import { benchHost, defaultThreads, expectStop, HOST_MODEL, sleep, start, useScript, type BenchHost } from '../harness.js'
 import type { Figure, Isolated } from '../types.js'
 import { allMet, ratioOf, remoteFields, setupWithRemote, valueGoal, type Scenario } from './scenario.js'
-import { figure } from '../stats.js'
+import { figure } from '../measure/stats.js'
 
 /** The transports judged on the goal. */
 const JUDGED = ['worker', 'process'] as const

@@ -13,7 +13,7 @@
  */
 import { textResponse } from '../../../index.js'
 import { benchHost, expectStop, HOST_MODEL, start, useScript } from '../harness.js'
-import { figure } from '../stats.js'
+import { figure } from '../measure/stats.js'
 import { LOCAL_MODES, type LocalMode, type ScenarioResult } from '../types.js'
 import { processRatioOf, ratioOf, type Scenario } from './scenario.js'
 

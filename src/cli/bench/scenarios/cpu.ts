@@ -8,11 +8,11 @@ import { availableParallelism } from 'node:os'
 import type { IntervalHistogram } from 'node:perf_hooks'
 import { textResponse, toolCallResponse } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, useScript, type BenchHost } from '../harness.js'
-import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../loop-delay.js'
+import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../measure/loop-delay.js'
 import { work } from '../work.js'
 import { LOCAL_MODES, type Figure, type LocalMode, type ScenarioResult } from '../types.js'
 import { allMet, processRatioOf, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
-import { figure } from '../stats.js'
+import { figure } from '../measure/stats.js'
 
 /** Iterations of `work` that take `ms` on this thread, on an idle core (the best of several tries). */
 function calibrate(ms: number): number {

@@ -8,7 +8,7 @@ import { benchHost, defaultThreads, delegate, expectStop, HOST_MODEL, start, use
 import type { Plan } from '../plan.js'
 import type { ScenarioResult } from '../types.js'
 import { allMet, processRatioOf, ratioOf, remoteFields, setupWithRemote, valueGoal, withRemote, type Scenario, type ScenarioContext } from './scenario.js'
-import { figure } from '../stats.js'
+import { figure } from '../measure/stats.js'
 
 /** Times one delegation's part of interest, in ms. */
 type Measure = (bench: BenchHost) => Promise<number>

@@ -16,9 +16,9 @@ import { setImmediate as tick } from 'node:timers/promises'
 import { textResponse, type StreamChunk } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, expectStop, HOST_MODEL, sleep, start, useScript, type BenchHost } from '../harness.js'
 import { runnerPids } from '../runners.js'
-import { summarize, figure } from '../stats.js'
+import { summarize, figure } from '../measure/stats.js'
 import { LOCAL_MODES, type Figure, type LocalMode, type ScenarioResult } from '../types.js'
-import { runnersRss } from '../usage.js'
+import { runnersRss } from '../measure/usage.js'
 import { allMet, processRatioOf, ratioOf, valueGoal, type Scenario } from './scenario.js'
 
 const MB = 1e6

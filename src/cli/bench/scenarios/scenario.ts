@@ -1,11 +1,11 @@
 /** The shape of a scenario and the helpers that turn samples into a result row. */
 import type { ScenarioId } from '../args.js'
-import type { BullmqFloor } from '../bullmq-floor.js'
-import type { ChannelFloor } from '../channel-floor.js'
-import type { Floor } from '../floor.js'
+import type { BullmqFloor } from '../floors/bullmq-floor.js'
+import type { ChannelFloor } from '../floors/channel-floor.js'
+import type { Floor } from '../floors/floor.js'
 import type { Variant } from '../harness.js'
 import type { Plan } from '../plan.js'
-import type { Progress } from '../progress.js'
+import type { Progress } from '../report/progress.js'
 import type { RemoteRig } from '../remote.js'
 import type { Figure, Goal, Isolated, ScenarioResult } from '../types.js'
 

@@ -12,13 +12,13 @@
  * server's is read apart.
  */
 import { benchHost, delegate, HOST_MODEL, useScript, withProvider, type BenchHost } from '../harness.js'
-import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../loop-delay.js'
+import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../measure/loop-delay.js'
 import { runnerPids } from '../runners.js'
 import { idealMs, STREAM_MODEL, streamEntry, streamModelId, type StreamShape } from '../stream-script.js'
 import { LOCAL_MODES, type ByVariant, type Figure, type LocalMode, type Mode, type ScenarioResult } from '../types.js'
-import { cpuMeter, otherCpuMeter } from '../usage.js'
+import { cpuMeter, otherCpuMeter } from '../measure/usage.js'
 import { allMet, processRatioOf, ratioGoal, ratioOf, remoteFields, setupWithRemote, valueGoal, type Scenario, type ScenarioContext } from './scenario.js'
-import { figure } from '../stats.js'
+import { figure } from '../measure/stats.js'
 
 type Placement = 'host' | 'module'
 

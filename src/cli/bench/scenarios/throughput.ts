@@ -8,9 +8,9 @@
 import { textResponse, toolCallResponse, type PoolOptions, type ScriptEntry } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost, type Variant } from '../harness.js'
 import { runnerPids } from '../runners.js'
-import { summarize, figure } from '../stats.js'
+import { summarize, figure } from '../measure/stats.js'
 import type { ByVariant, ScenarioResult } from '../types.js'
-import { cpuMeter, otherCpuMeter } from '../usage.js'
+import { cpuMeter, otherCpuMeter } from '../measure/usage.js'
 import { allMet, processRatioOf, ratioGoal, ratioOf, remoteFields, setupWithRemote, withRemote, type Scenario, type ScenarioContext } from './scenario.js'
 
 interface Load {

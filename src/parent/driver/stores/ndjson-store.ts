@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto'
 import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises'
 import { isAbsolute, join } from 'node:path'
-import type { SessionEvent, SessionHeader } from '../../../protocol/session.js'
+import type { SessionEvent, SessionHeader } from '../../../protocol/shapes/session.js'
 import { isSessionEvent } from '../../../protocol/validators.js'
 import { takeLock } from './ndjson-lock.js'
 import { InvalidOptionError } from '../../options.js'
@@ -178,7 +178,8 @@ function parse(text: string, path: string): { header: SessionHeader; events: Ses
   const events = rest.map((line, i) => {
     const event = parseLine(line, path, i + 2)
     if (!isSessionEvent(event)) throw subagentError('ERR_SUBAGENT_STORE', `${path}:${i + 2} is not a session event: the transcript is corrupt`)
-    return event
+    // Only seq and type are checked, as for any parent's events (CONTRACT: any object of that shape).
+    return event as SessionEvent
   })
   return { header, events }
 }

@@ -2,7 +2,7 @@
  * Session stores keep transcripts beyond the live registry: a disposed child leaves
  * `host.agents`, never the store. Writes for one session are ordered and batched.
  */
-import type { SessionEvent, SessionHeader } from '../../../protocol/session.js'
+import type { SessionEvent, SessionHeader } from '../../../protocol/shapes/session.js'
 import { subagentError, SubagentError } from '../../../protocol/errors.js'
 
 export interface SessionStore {

@@ -1,0 +1,257 @@
+/**
+ * `node:diagnostics_channel` publication (CONTRACT.md §12). Channels are per thread, and a
+ * child's loop may run in another thread, process or node, so the host publishes from its own
+ * copy of each child's session: whatever the transport, an APM in the host's thread sees every
+ * child. Nothing is built while a channel has no subscriber.
+ *
+ * What the mirror shows decides what a step and a tool call are:
+ * - a step (one model request) starts at the child's `turn/start`, or at the `tool/result` that
+ *   completes the previous step's calls, and ends at the `assistant/message` it produced. A step
+ *   whose turn ended before it produced anything is published (with `error`) only when the turn
+ *   ended `error` or `aborted`: otherwise the loop never made that request.
+ * - a tool call starts at the `assistant/message` that announced it and ends at its `tool/result`.
+ * Times are when the host recorded those events (epoch ms).
+ */
+import { channel } from 'node:diagnostics_channel'
+import type { ContentBlock } from '../../../protocol/shapes/content.js'
+import type { SessionEvent, TurnEndReason, Usage } from '../../../protocol/shapes/session.js'
+import type { SubagentEndEvent } from '../lifecycle.js'
+
+export const CHANNEL_NAMES = {
+  childStart: 'subagent-worker:child:start',
+  childEnd: 'subagent-worker:child:end',
+  step: 'subagent-worker:step',
+  tool: 'subagent-worker:tool',
+} as const
+
+const channels = {
+  childStart: channel(CHANNEL_NAMES.childStart),
+  childEnd: channel(CHANNEL_NAMES.childEnd),
+  step: channel(CHANNEL_NAMES.step),
+  tool: channel(CHANNEL_NAMES.tool),
+}
+
+/** What `subagent/end` says of how the run ended: what `child:end` repeats. */
+export type ChildOutcomeInfo = Pick<SubagentEndEvent, 'stopReason' | 'usage' | 'totalUsage' | 'diagnostic'>
+
+/** What every message says of its child. */
+export interface ChildInfo {
+  runId: string
+  /** The child's session id. */
+  id: string
+  parentId: string
+  depth: number
+  label?: string
+  /** The provider that started it: 'spawn' or 'fork'. */
+  provider: string
+  /** Where it runs: 'inline', 'worker', 'process', or a transport's name (e.g. 'bullmq'). */
+  transport: string
+  /** The child's model, by its registered name and its model id, when it has one. */
+  modelProvider?: string
+  model?: string
+  /** For a nested child: the id of the parent's tool call that started it. */
+  parentCallId?: string
+}
+
+export interface ChildStartMessage extends ChildInfo {
+  startTime: number
+}
+
+export interface ChildEndMessage extends ChildInfo {
+  startTime: number
+  endTime: number
+  stopReason: SubagentEndEvent['stopReason']
+  usage?: Usage
+  /** Own usage plus every descendant's, as `subagent/end` has it. */
+  totalUsage?: Usage
+  diagnostic?: string
+}
+
+export interface StepMessage extends ChildInfo {
+  phase: 'start' | 'end'
+  /** 1-based, counted over the child's life. */
+  step: number
+  startTime: number
+  /** On 'end' only, as are the fields after it. */
+  endTime?: number
+  usage?: Usage
+  finishReason?: 'stop' | 'tool-calls'
+  /** Why the step ended without a message: the turn's end ('error', 'aborted') or the run's stop reason. */
+  error?: string
+  /** The assistant message the step produced (the host's copy: do not change it). */
+  output?: ContentBlock[]
+}
+
+export interface ToolMessage extends ChildInfo {
+  phase: 'start' | 'end'
+  callId: string
+  name: string
+  /** The arguments as the model wrote them (JSON text). */
+  arguments: string
+  startTime: number
+  /** On 'end' only, as are the fields after it. */
+  endTime?: number
+  isError?: boolean
+  code?: string
+  /** Why the call ended without a result: the turn's end or the run's stop reason. */
+  error?: string
+  result?: ContentBlock[]
+}
+
+interface OpenCall {
+  name: string
+  arguments: string
+  startTime: number
+}
+
+/** Where the child is between events, as far as steps and tool calls go. */
+type StepState =
+  /** No turn running, or the start of what runs is unknown (subscribed mid-step). */
+  | { kind: 'idle' }
+  /** A model request is running since `startTime`; `announced` once its start was published. */
+  | { kind: 'step'; startTime: number; announced: boolean }
+  /** The last message's tool calls are running. */
+  | { kind: 'tools'; calls: Map<string, OpenCall> }
+
+/** Shared: resetting to idle on every event of an unwatched child allocates nothing. */
+const IDLE: StepState = { kind: 'idle' }
+
+/** A child's publication: `child:start`, `child:end`, and its steps and tool calls from the mirror. */
+export class ChildDiagnostics {
+  readonly #describe: () => ChildInfo
+  #info: ChildInfo | undefined
+  #state: StepState = IDLE
+  #steps = 0
+  #startTime = 0
+
+  /** `describe` is called once, when something is first published. */
+  constructor(describe: () => ChildInfo) {
+    this.#describe = describe
+  }
+
+
+  started(): void {
+    this.#startTime = Date.now()
+    if (channels.childStart.hasSubscribers) channels.childStart.publish(this.#with({ startTime: this.#startTime }) satisfies ChildStartMessage)
+  }
+
+  recorded(event: SessionEvent): void {
+    if (!channels.step.hasSubscribers && !channels.tool.hasSubscribers) {
+      this.#state = IDLE
+      return
+    }
+    const now = Date.now()
+    switch (event.type) {
+      case 'turn/start':
+        this.#state = { kind: 'step', startTime: now, announced: false }
+        break
+      case 'assistant/chunk':
+        this.#announce()
+        break
+      case 'assistant/message':
+        this.#message(event.data.content, event.data.usage, now)
+        break
+      case 'tool/result':
+        this.#result(event.data.callId, event.data.isError, event.data.code, event.data.content, now)
+        break
+      case 'turn/end':
+        this.#interrupt(turnError(event.data.reason), now)
+        this.#state = IDLE
+        break
+    }
+  }
+
+  ended(ended: ChildOutcomeInfo): void {
+    const now = Date.now()
+    // A run that settled without a turn/end (the hand-off gap) leaves nothing open.
+    if (channels.step.hasSubscribers || channels.tool.hasSubscribers) this.#interrupt(ended.stopReason === 'completed' ? undefined : ended.stopReason, now)
+    this.#state = IDLE
+    if (!channels.childEnd.hasSubscribers) return
+    const { stopReason, usage, totalUsage, diagnostic } = ended
+    const message: ChildEndMessage = this.#with({ startTime: this.#startTime, endTime: now, stopReason })
+    if (usage) message.usage = usage
+    if (totalUsage) message.totalUsage = totalUsage
+    if (diagnostic !== undefined) message.diagnostic = diagnostic
+    channels.childEnd.publish(message)
+  }
+
+  #child(): ChildInfo {
+    return (this.#info ??= this.#describe())
+  }
+
+  /**
+   * A message: its own fields, then the child's copied in. Not `{ ...child, ...fields }`: on
+   * Node 20 a spread followed by more properties takes about 10 µs an object (the copy's shape
+   * leaves V8's fast path), which was most of what a subscriber cost a child (bench row O3).
+   */
+  #with<const T extends object>(fields: T): T & ChildInfo {
+    return Object.assign(fields, this.#child())
+  }
+
+  /** The running step produced its first output: its request was made, so it is published. */
+  #announce(): void {
+    const state = this.#state
+    if (state.kind !== 'step' || state.announced) return
+    state.announced = true
+    this.#steps++
+    if (channels.step.hasSubscribers) channels.step.publish(this.#with({ phase: 'start', step: this.#steps, startTime: state.startTime }) satisfies StepMessage)
+  }
+
+  #message(content: ContentBlock[], usage: Usage | undefined, now: number): void {
+    const state = this.#state
+    const calls = content.some((block) => block.type === 'tool-call')
+    if (state.kind === 'step') {
+      this.#announce()
+      if (channels.step.hasSubscribers) {
+        const message: StepMessage = this.#with({ phase: 'end', step: this.#steps, startTime: state.startTime, endTime: now, finishReason: calls ? 'tool-calls' : 'stop', output: content })
+        if (usage) message.usage = usage
+        channels.step.publish(message)
+      }
+    }
+    if (!calls) {
+      this.#state = IDLE
+      return
+    }
+    const open = new Map<string, OpenCall>()
+    for (const call of content) {
+      if (call.type !== 'tool-call') continue
+      open.set(call.id, { name: call.name, arguments: call.arguments, startTime: now })
+      if (channels.tool.hasSubscribers) {
+        channels.tool.publish(this.#with({ phase: 'start', callId: call.id, name: call.name, arguments: call.arguments, startTime: now }) satisfies ToolMessage)
+      }
+    }
+    this.#state = { kind: 'tools', calls: open }
+  }
+
+  #result(callId: string, isError: boolean, code: string | undefined, result: ContentBlock[], now: number): void {
+    const state = this.#state
+    if (state.kind !== 'tools') return
+    const call = state.calls.get(callId)
+    if (!call) return
+    state.calls.delete(callId)
+    this.#endCall(callId, call, now, code === undefined ? { isError, result } : { isError, code, result })
+    // The step's calls are all answered: the loop's next model request starts now.
+    if (state.calls.size === 0) this.#state = { kind: 'step', startTime: now, announced: false }
+  }
+
+  /** The turn or the run ended: what is still open ends with `error` (a step only if its request may have been made). */
+  #interrupt(error: string | undefined, now: number): void {
+    const state = this.#state
+    if (state.kind === 'tools') {
+      for (const [callId, call] of state.calls) this.#endCall(callId, call, now, { error: error ?? 'unanswered' })
+    } else if (state.kind === 'step' && (error === 'error' || error === 'aborted')) {
+      this.#announce()
+      if (channels.step.hasSubscribers) channels.step.publish(this.#with({ phase: 'end', step: this.#steps, startTime: state.startTime, endTime: now, error }) satisfies StepMessage)
+    }
+  }
+
+  #endCall(callId: string, call: OpenCall, now: number, outcome: Pick<ToolMessage, 'isError' | 'code' | 'error' | 'result'>): void {
+    if (!channels.tool.hasSubscribers) return
+    channels.tool.publish(this.#with(Object.assign({ phase: 'end', callId, name: call.name, arguments: call.arguments, startTime: call.startTime, endTime: now } as const, outcome)) satisfies ToolMessage)
+  }
+}
+
+/** What a turn's end says went wrong, if anything. */
+function turnError(reason: TurnEndReason): string | undefined {
+  return reason.kind === 'completed' ? undefined : reason.kind
+}
