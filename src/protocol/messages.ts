@@ -30,7 +30,7 @@ import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 8
+export const PROTOCOL_VERSION = 9
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -40,13 +40,11 @@ export const RunnerConfig = closed(
   {
     /** URL of the agent module every runner imports. */
     agentModule: string,
-    /** The deployment persona. */
-    persona: string,
     maxParallelToolCalls: { type: 'integer', minimum: 1 },
     /** The host's cooperative-cancel budget: a node, which stops its own threads, enforces it. */
     abortGraceMs: count,
   },
-  ['agentModule', 'persona', 'abortGraceMs'],
+  ['agentModule', 'abortGraceMs'],
 )
 export type RunnerConfig = Wire<typeof RunnerConfig>
 

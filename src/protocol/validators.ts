@@ -1,5 +1,6 @@
 /** The validators every boundary uses, compiled once each, each typed by its schema. */
 import { ContentBlock } from './shapes/content.js'
+import { ChildJob, TakeMessage } from './shapes/job.js'
 import { HostFrame, HostMessage, RunnerFrame, RunnerMessage } from './messages.js'
 import { KnownSessionEvent, SessionEvent, ToolErrorCode } from './shapes/session.js'
 import { StreamChunk } from './shapes/stream.js'
@@ -16,3 +17,6 @@ export const isHostFrame = validator(HostFrame, HostMessage, ContentBlock, Strea
 export const isHostMessage = validator(HostMessage, ContentBlock, StreamChunk)
 export const isRunnerFrame = validator(RunnerFrame, RunnerMessage, ContentBlock, KnownSessionEvent)
 export const isRunnerMessage = validator(RunnerMessage, ContentBlock, KnownSessionEvent)
+/** A job as a node reads it from the queue (anyone with access to the broker may have written it). */
+export const isChildJob = validator(ChildJob)
+export const isTakeMessage = validator(TakeMessage)

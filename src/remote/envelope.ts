@@ -1,14 +1,15 @@
 /**
  * What crosses a broker between a host and a node, whatever the broker: the frame envelope, the
- * job and the take. A broker adapter (src/bullmq) only moves these bytes and jobs.
+ * job and the take (their shapes are in src/protocol/shapes/job.ts). A broker adapter (src/bullmq) only
+ * moves these bytes and jobs.
  *
  * Envelopes are V8-serialized, the structured clone a worker thread's frames use, so values cross
  * a network exactly as they cross a thread; the receiver validates the frame as it would a thread's.
  */
 import { deserialize, serialize } from 'node:v8'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
-import { count, variant, type Wire } from '../protocol/schema.js'
-import { validator } from '../protocol/validate.js'
+import type { ChildJob, TakeMessage } from '../protocol/shapes/job.js'
+import { isChildJob, isTakeMessage } from '../protocol/validators.js'
 import { subagentError, versionMismatchText } from '../protocol/errors.js'
 
 export function encode(from: string, frame: unknown[]): Buffer {
@@ -27,28 +28,7 @@ export function decode(bytes: Buffer): { from: string; frame: unknown } | Error 
 }
 
 export type CreateMessage = Extract<HostMessage, { type: 'create' }>
-
-const id = { type: 'string', minLength: 1 } as const
-
-/**
- * A BullMQ job names one child and the host to ask for it, nothing more: whoever can write to
- * Redis can edit a job, so what the child is (its spec, tools, persona) never rides in it. The
- * node that takes the job asks the host for the child with a `take`, and the host answers with
- * the `create` over the link. Open, not closed: fields someone added are ignored, not obeyed.
- */
-const ChildJob = { type: 'object', properties: { v: count, host: id, child: id }, required: ['v', 'host', 'child'] } as const
-export type ChildJob = Wire<typeof ChildJob>
-const isChildJob = validator(ChildJob)
-
-/**
- * Node → host, its first word about a job it took: the child the job names and the job's lock
- * token, which BullMQ gave only the worker it handed the job to. The host gives the child to the
- * first node whose token matches the job's lock in Redis. Not a runner message: it is answered by
- * the transport (with the `create`, or a `drop`), before the child is on any channel.
- */
-const TakeMessage = variant('take', { child: id, token: id })
-export type TakeMessage = Wire<typeof TakeMessage>
-export const isTakeMessage = validator(TakeMessage)
+export type { ChildJob, TakeMessage }
 
 export function childJob(host: string, child: string): ChildJob {
   return { v: PROTOCOL_VERSION, host, child }

@@ -2,8 +2,9 @@
  * The BullMQ transport against the real Redis, with worker nodes of each test's own (separate
  * processes, on a queue of their own): placement over two nodes, the queue as back-pressure,
  * abort while queued, the grace enforced by the node, a node killed, a host killed, a node shut
- * down, a queue a node does not serve, a job edited in Redis, a claim forged by a client that did
- * not take the job, and a node of another protocol version.
+ * down, a queue a node does not serve, a job edited in Redis (to carry a create, or to be no
+ * child job at all), a claim forged by a client that did not take the job, and a node of another
+ * protocol version.
  *
  * Skipped without a Redis (see test/support/redis.ts); with CI set, a missing Redis fails the run.
  */
@@ -373,6 +374,32 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     // The filtered module tool is refused, never run.
     const answer = second!.messages.find((message) => message.role === 'tool')
     expect(textOf(answer!.content)).not.toMatch(/"pid"/)
+  })
+
+  it('a job edited in Redis into no child job is refused by the node, naming what is wrong; the node goes on', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [textResponse('served')], PATIENT)
+    const controller = new AbortController()
+    const start = h.spawn.start({ prompt: 'hi', parent, signal: controller.signal })
+    await waitFor(async () => (await waiting(queue)) === 1)
+    const job = await waitingJob(queue)
+    const writer = new Redis(REDIS)
+    await writer.hset(`bull:${depth1(queue)}:${job.id}`, 'data', JSON.stringify({ ...job.data, child: 42 }))
+    writer.disconnect()
+    // The job is removed once failed; its queue's event stream keeps why (read from its start: no event is missed).
+    const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
+    const events = new QueueEvents(depth1(queue), { connection, lastEventId: '0-0' })
+    onTestFinished(async () => {
+      await events.close()
+      connection.disconnect()
+    })
+    const failed = new Promise<string>((resolve) => events.on('failed', ({ failedReason }) => resolve(failedReason)))
+    await my.node(queue)
+    expect(await failed).toBe('the job is not a subagent-worker child job: job/child must be string')
+    controller.abort()
+    await expect(start).rejects.toBeDefined()
+    expect(await h.spawn.run({ prompt: 'and now?', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'served' }] })
   })
 
   it('a claim forged by a client that did not take the job is not accepted: the node that took it runs the child', async ({ expect, onTestFinished }) => {

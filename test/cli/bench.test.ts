@@ -232,6 +232,33 @@ describe.concurrent('bench runs', () => {
     expect(o3.extra.messagesHeard).toBeGreaterThan(0)
   }, TEST_MS)
 
+  // A round kills a thread once every slot has held a child that asked its model, then at most
+  // every 250 ms while the pool is whole and every slot is taken (scenarios/moves.ts). No child
+  // runs module code (a host model, a host tool, no hooks): each is waiting on the host, between
+  // steps, or being built (a build lost with its thread is tried again), so every child completes
+  // and the killed threads' children move. About 2 s on a quiet machine.
+  it('bench --quick --only S11 kills worker threads under load: every child completes, the moved ones give the latency a move adds', async () => {
+    const file = join(dir, 'moves.json')
+    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S11', '--no-remote', '--json', file], {
+      timeout: RUN_MS,
+      env: { ...process.env, NO_COLOR: '1' },
+    })
+    expect(stdout).toMatch(/^S11\s+n\/a\s+-?[\d.,]+ ms \(p99 -?[\d.,]+\)\s+n\/a/m)
+    expect(stdout).toMatch(/^S11\s+worker\s+every child completes \(each waits on the host or is between steps\)\s+1\.00×\s+yes$/m)
+    const report = JSON.parse(await readFile(file, 'utf8'))
+    const [row] = report.scenarios
+    expect(row.id).toBe('S11')
+    expect(row.process).toBeNull()
+    // Why any child did not complete is in `errors` (its stop reason, moves and diagnostic).
+    expect(row.extra.errors).toEqual([])
+    expect(row.extra).toMatchObject({ children: 100, completed: 100, completedFraction: 1 })
+    expect(row.goals[0]).toMatchObject({ figure: 1, met: true })
+    expect(row.extra.kills).toBeGreaterThanOrEqual(1)
+    expect(row.extra.moved).toBeGreaterThanOrEqual(1)
+    // One sample per moved child that completed.
+    expect(row.worker.n).toBe(row.extra.moved)
+  }, TEST_MS)
+
   // About 5 s: a batch streams for its ideal 500 ms whatever its size (the quick plan's 25 chunks
   // at 20 ms), and the quick plan runs one warm-up (every host at once) and one round of six
   // batches. The margin is for a loaded machine.
@@ -288,7 +315,7 @@ describe.concurrent('bench runs', () => {
 it('an unknown flag or scenario exits 2 with a clear message and runs nothing', async () => {
   for (const [args, message] of [
     [['--fast'], /unknown flag --fast/],
-    [['--only', 'S1,S11'], /unknown scenario "S11" in --only/],
+    [['--only', 'S1,S12'], /unknown scenario "S12" in --only/],
     [['--json'], /--json needs a value/],
   ] as const) {
     const failure = await run(process.execPath, [MAIN, 'bench', ...args], { timeout: 30_000 }).then(

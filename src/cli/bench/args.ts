@@ -2,12 +2,12 @@
 import { parseArgs } from 'node:util'
 import { UsageError } from '../terminal/failure.js'
 
-export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m', 'S10', 'G2', 'G3', 'O3', 'O9'] as const
+export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m', 'S10', 'S11', 'G2', 'G3', 'O3', 'O9'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
 
-/** The A/B rows: run only when --only names them, so a default run's table and time are as before. */
-const AB_IDS: readonly ScenarioId[] = ['G2', 'G3', 'O3', 'O9']
-const DEFAULT_IDS = SCENARIO_IDS.filter((id) => !AB_IDS.includes(id))
+/** The A/B rows and S11 (runner kills): run only when --only names them, so a default run's table and time are as before. */
+const NAMED_ONLY_IDS: readonly ScenarioId[] = ['S11', 'G2', 'G3', 'O3', 'O9']
+const DEFAULT_IDS = SCENARIO_IDS.filter((id) => !NAMED_ONLY_IDS.includes(id))
 
 export interface BenchArgs {
   quick: boolean
@@ -43,6 +43,10 @@ skipped with one line on stderr and the rest runs as before.
 G2, G3, O3 and O9 are A/B rows on the worker transport, same run, rounds taking turns: S2's and
 S3's workloads with every limit set against none, and S3's and S9's traced (instrument() with the
 OpenTelemetry SDK, a dev dependency) and listened to against neither. They run only when named.
+
+S11 kills a worker thread at most every second under 1,000 children, ten a thread, and reports
+the fraction that complete and the latency a move adds (thread-mates survive). It runs only
+when named.
 
   --quick        fewer samples and children: noisier figures in about a minute
   --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too

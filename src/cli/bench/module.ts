@@ -5,6 +5,7 @@
  * yields) measure; its models answer where the child runs, with no RPC to the host (S2, S3, S9).
  * It imports nothing outside this package, so a child process reads it under the default sandbox.
  */
+import { BroadcastChannel, isMainThread, threadId } from 'node:worker_threads'
 import { defineAgentModule, defineTool, ScriptedModel, textResponse, type Model, type StreamChunk } from '../../index.js'
 import { shapeOf, STREAM_MODEL, streamEntry } from './stream-script.js'
 import { work } from './work.js'
@@ -42,6 +43,23 @@ const pid: Model = {
     await new Promise((resolve) => setTimeout(resolve, PID_HOLD_MS))
     yield* textResponse(String(process.pid))
   },
+}
+
+/**
+ * S11's way to kill a runner thread (scenarios/moves.ts): each worker thread says it is up, and
+ * exits when told its id, a crash wherever its children are. Unref'd: it keeps no thread alive.
+ */
+export const RUNNERS_CHANNEL = 'subagent-worker bench: runner threads'
+export type RunnerSignal = { up: number } | { exit: number }
+
+if (!isMainThread) {
+  const channel = new BroadcastChannel(RUNNERS_CHANNEL)
+  channel.onmessage = (message) => {
+    const data = (message as { data: RunnerSignal }).data
+    if ('exit' in data && data.exit === threadId) process.exit(70)
+  }
+  channel.unref()
+  channel.postMessage({ up: threadId } satisfies RunnerSignal)
 }
 
 export default defineAgentModule({

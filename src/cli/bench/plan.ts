@@ -22,6 +22,8 @@ export interface Plan {
   abort: { rounds: number; graceMs: number }
   /** S9 and O9: `children` started at once, each streaming `chunks` chunks one every `intervalMs` (stream-script.ts), on a pool of `threads`. */
   stream: StreamShape & { children: number; threads: number; rounds: number }
+  /** S11: `children` started at once on worker threads, `perThread` a thread, `steps` host model steps of `latencyMs`, one thread killed at most every `killEveryMs`. */
+  moves: { children: number; perThread: number; steps: number; latencyMs: number; killEveryMs: number; rounds: number }
   /** S10: fresh hosts, one per transport a round, each timed to its first child's result. */
   coldStart: { rounds: number }
   /**
@@ -40,6 +42,7 @@ export const FULL_PLAN: Plan = {
   abort: { rounds: 10, graceMs: 200 },
   stream: { children: 1000, threads: 3, rounds: 3, chunks: 100, intervalMs: 20 },
   coldStart: { rounds: 10 },
+  moves: { children: 1000, perThread: 10, steps: 4, latencyMs: 20, killEveryMs: 1000, rounds: 3 },
   ab: { rounds: 16 },
 }
 
@@ -54,5 +57,7 @@ export const QUICK_PLAN: Plan = {
   // Fewer children, a quarter of the stream at the same pace: a batch's ideal is 500 ms, not 2 s.
   stream: { children: 50, threads: 3, rounds: 1, chunks: 25, intervalMs: 20 },
   coldStart: { rounds: 2 },
+  // A tenth of the children, a kill every 250 ms: a few kills in a round of about a second.
+  moves: { children: 100, perThread: 10, steps: 4, latencyMs: 20, killEveryMs: 250, rounds: 1 },
   ab: { rounds: 8 },
 }

@@ -20,7 +20,7 @@ import type { Figure } from '../types.js'
 
 const FLOOR_WORKER = fileURLToPath(new URL('./bullmq-floor-worker.js', import.meta.url))
 
-/** The remote transport's job options (bullmq/transport.ts): nothing left in Redis, never retried. */
+/** The remote transport's job options (bullmq/host.ts): nothing left in Redis, never retried. */
 const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const
 
 /** A round trip not back within this long fails the floor (a stuck worker must not hang the run). */

@@ -6,11 +6,12 @@ import { s10 } from './cold-start.js'
 import { s5 } from './cpu.js'
 import { s1, s2 } from './latency.js'
 import { s7 } from './memory.js'
+import { s11 } from './moves.js'
 import type { Scenario } from './scenario.js'
 import { s9 } from './stream.js'
 import { s3, s4 } from './throughput.js'
 
-export const SCENARIOS: readonly Scenario[] = [s1, s2, s3, s4, s5, s7, s8, s9, s10, g2, g3, o3, o9]
+export const SCENARIOS: readonly Scenario[] = [s1, s2, s3, s4, s5, s7, s8, s9, s10, s11, g2, g3, o3, o9]
 
 /** The scenarios to run for the selected rows (each once, even when it yields several of them). */
 export function scenariosFor(ids: readonly ScenarioId[]): Scenario[] {

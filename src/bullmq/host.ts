@@ -1,0 +1,171 @@
+/**
+ * The host's side of the BullMQ transport: `bullmqTransport()` and its options, and the host's
+ * broker over BullMQ and Redis (a Queue per depth, ioredis pub/sub). What the host does with
+ * the queue and the links is src/remote/host-transport.ts.
+ *
+ *   a job      added to the queue of its depth, `{ v, host, child }` and nothing else.
+ *   a take     proven by the job's lock: BullMQ set it to the token of the worker it gave the job
+ *              to, and the job's processedBy to that worker's name (the node's id), in one script.
+ *   a lost job gone, failed, or active with its lock expired.
+ *   timeouts   every wait on Redis is bounded by `redisTimeoutMs` (BullMQ and ioredis would retry
+ *              forever); a dropped connection is reported, since pub/sub may have lost frames.
+ */
+import { Queue, type Job } from 'bullmq'
+import type { Redis } from 'ioredis'
+import type { ChildJob } from '../protocol/shapes/job.js'
+import { integerOption, MAX_TIMER_MS } from '../parent/options.js'
+import type { Transport } from '../parent/transport.js'
+import type { BrokerEvents, HostBroker, QueuedJob } from '../remote/broker.js'
+import { HEARTBEAT_MS, remoteTransport } from '../remote/host-transport.js'
+import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
+import { hostChannel, nodeChannel, queueName } from './names.js'
+import { checkedPlace } from './options.js'
+import { messageOf, subagentError } from '../protocol/errors.js'
+
+export interface BullmqTransportOptions {
+  /** Where Redis is: a `redis://` or `rediss://` URL, or ioredis options (credentials and TLS pass through). */
+  connection: RedisConnection
+  /** The queue the nodes serve (`subagent-worker node --queue`); default 'subagent-worker'. */
+  queue?: string
+  /** How long a Redis command may take before whatever waits on it fails; default 5000. */
+  redisTimeoutMs?: number
+  /** How long a node may leave the heartbeat unanswered before its children end `error`; default 3000. */
+  nodeSilenceMs?: number
+}
+
+interface Settings {
+  connection: RedisConnection
+  queue: string
+  redisTimeoutMs: number
+  nodeSilenceMs: number
+}
+
+/** A finished job leaves nothing behind in Redis; it is never retried (a child runs at most once). */
+const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const
+
+const TRANSPORT_KEYS = new Set(['connection', 'queue', 'redisTimeoutMs', 'nodeSilenceMs'])
+
+/** A transport for `createHost({ transport })`: children run on BullMQ worker nodes. */
+export function bullmqTransport(options: BullmqTransportOptions): Transport {
+  const settings = settingsOf(options)
+  return remoteTransport('bullmq', settings, (host, events) => new BullmqHostBroker(settings, host, events))
+}
+
+function settingsOf(options: BullmqTransportOptions): Settings {
+  const { connection, queue } = checkedPlace(options, 'bullmqTransport options', TRANSPORT_KEYS, 'a known bullmqTransport option')
+  return {
+    connection,
+    queue,
+    redisTimeoutMs: integerOption('redisTimeoutMs', options.redisTimeoutMs, 1, MAX_TIMER_MS) ?? 5000,
+    nodeSilenceMs: integerOption('nodeSilenceMs', options.nodeSilenceMs, HEARTBEAT_MS, MAX_TIMER_MS) ?? 3000,
+  }
+}
+
+class BullmqHostBroker implements HostBroker {
+  readonly #settings: Settings
+  readonly #events: BrokerEvents
+  readonly #publisher: Redis
+  readonly #subscriber: Redis
+  readonly #subscribed: Promise<unknown>
+  /** By name: depths past QUEUE_DEPTHS share one. */
+  readonly #queues = new Map<string, Queue>()
+  #lastRedisError: Error | undefined
+
+  constructor(settings: Settings, host: string, events: BrokerEvents) {
+    this.#settings = settings
+    this.#events = events
+    this.#publisher = this.#client()
+    this.#subscriber = this.#client()
+    this.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => events.receive(bytes))
+    this.#subscribed = this.#subscriber.subscribe(hostChannel(settings.queue, host))
+    this.#subscribed.catch(() => {}) // surfaced by every start
+  }
+
+  listening(): Promise<unknown> {
+    return this.#redis(this.#subscribed, 'subscribe to its Redis channel')
+  }
+
+  enqueue(depth: number, data: ChildJob): QueuedJob {
+    const job = this.#queue(depth).add('child', data, JOB_OPTIONS)
+    job.catch(() => {}) // surfaced by added()
+    return {
+      added: () => this.#redis(job, 'add the child to the queue'),
+      heldBy: (node, token) => this.#heldBy(job, node, token),
+      lost: () => this.#lost(job),
+      remove: () => void job.then((added) => added.remove()).catch(() => {}),
+    }
+  }
+
+  send(node: string, bytes: Buffer): void {
+    void this.#publisher.publish(nodeChannel(this.#settings.queue, node), bytes).catch(() => {})
+  }
+
+  silenceCause(): string {
+    const down = [this.#publisher, this.#subscriber].some((client) => client.status !== 'ready')
+    return down ? `this host cannot reach Redis at ${this.#where()}: ${this.#lastRedisError?.message ?? 'disconnected'}` : 'it was killed or cut off from Redis'
+  }
+
+  async close(): Promise<void> {
+    const bound = this.#settings.redisTimeoutMs
+    await Promise.allSettled([...this.#queues.values()].map((queue) => within(queue.close(), bound, () => 'queue close timed out')))
+    // QUIT answers after every command sent before it: the last frames (bye) reach Redis first.
+    await Promise.all([quit(this.#publisher, bound), quit(this.#subscriber, bound)])
+  }
+
+  /** BullMQ's lock and processedBy of the job, read in one MULTI. */
+  async #heldBy(adding: Promise<Job>, node: string, token: string): Promise<boolean> {
+    const job = await this.#redis(adding, 'add the child to the queue')
+    const key = `${job.queueQualifiedName}:${job.id}`
+    const replies = await this.#redis(this.#publisher.multi().get(`${key}:lock`).hget(key, 'pb').exec(), `check node ${node}'s claim on the child's job`)
+    const [lock, processor] = (replies ?? []).map(([, value]) => value)
+    return lock === token && processor === node
+  }
+
+  async #lost(adding: Promise<Job>): Promise<boolean | undefined> {
+    const job = await adding.catch(() => undefined)
+    if (!job) return undefined
+    return within(this.#jobLost(job), this.#settings.redisTimeoutMs, () => 'no answer').catch(() => undefined)
+  }
+
+  /** Gone or failed; or active with its lock expired: the node holding it is dead, even if no live node's stall check has run. */
+  async #jobLost(job: Job): Promise<boolean> {
+    const state = await job.getState()
+    if (state === 'unknown' || state === 'failed') return true
+    if (state !== 'active') return false
+    return (await this.#publisher.exists(`${job.queueQualifiedName}:${job.id}:lock`)) === 0
+  }
+
+  #client(): Redis {
+    const client = redisClient(this.#settings.connection)
+    client.on('error', (error: Error) => void (this.#lastRedisError = error))
+    client.on('close', () => this.#events.lost(`this host lost its connection to Redis at ${this.#where()} (${this.#lastRedisError?.message ?? 'closed'})`))
+    return client
+  }
+
+  #queue(depth: number): Queue {
+    const name = queueName(this.#settings.queue, depth)
+    let queue = this.#queues.get(name)
+    if (!queue) {
+      queue = new Queue(name, { connection: this.#publisher })
+      queue.on('error', (error: Error) => void (this.#lastRedisError = error))
+      this.#queues.set(name, queue)
+    }
+    return queue
+  }
+
+  /** Waits on Redis at most redisTimeoutMs; a failure or a timeout names what could not be done, where, and why. */
+  async #redis<T>(promise: Promise<T>, what: string): Promise<T> {
+    const ms = this.#settings.redisTimeoutMs
+    const failed = `the host could not ${what} on Redis at ${this.#where()}`
+    try {
+      return await within(promise, ms, () => `${failed} within ${ms} ms (redisTimeoutMs): ${this.#lastRedisError?.message ?? 'no answer'}. Is Redis running and reachable?`)
+    } catch (error) {
+      if (error instanceof Error && error.message.startsWith(failed)) throw error
+      throw subagentError('ERR_SUBAGENT_UNREACHABLE', `${failed}: ${messageOf(error)}`, { cause: error })
+    }
+  }
+
+  #where(): string {
+    return describeRedis(this.#settings.connection)
+  }
+}

@@ -1,0 +1,275 @@
+/**
+ * The host's side of a remote transport, whatever the broker: children run on worker nodes
+ * (`subagent-worker node`) that take them from a queue, one job per child. The broker (see
+ * broker.ts; BullMQ on Redis in src/bullmq) keeps the queue and carries the bytes.
+ *
+ *   start      a job naming the child (and this host) waits in the queue of its depth (the broker's
+ *              waiting list is the back-pressure) until a node takes it. The node then asks for
+ *              the child (`take`, with the job's lock token): the first node that holds the job's
+ *              lock is given it, its create message sent over that node's link, and the run goes
+ *              on as on any runner (created, publish, events, rpc ...). The job carries no spec:
+ *              what a child is comes from this host only.
+ *   abort      while queued, the job is removed; if a node took it meanwhile, its take is
+ *              refused and the node lets the job go. After publication, as on threads: a
+ *              cooperative cancel, then the node terminates the thread after abortGraceMs.
+ *   failures   a node that stops answering the heartbeat is given up on within `nodeSilenceMs`;
+ *              a broker command that does not answer in its bound (`redisTimeoutMs`) fails the start
+ *              that waits on it (BullMQ and ioredis would retry forever); a dropped broker connection
+ *              ends every link, since pub/sub may have lost frames while it was down.
+ */
+import { randomUUID } from 'node:crypto'
+import type { ChildSpec } from '../protocol/shapes/child.js'
+import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
+import { SilenceJudge } from '../parent/runners/liveness.js'
+import type { RunnerChannel } from '../parent/runners/channel.js'
+import { RemoteChild, type Replace } from '../parent/runners/remote-child.js'
+import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportContext } from '../parent/transport.js'
+import { NodeLink } from './node-link.js'
+import type { HostBroker, OpenHostBroker, QueuedJob } from './broker.js'
+import { childJob, decode, encode, takesOf, type TakeMessage } from './envelope.js'
+import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, subagentError, versionMismatchText } from '../protocol/errors.js'
+
+export interface RemoteHostSettings {
+  /** How long a node may leave the heartbeat unanswered before its children end `error`. */
+  nodeSilenceMs: number
+}
+
+/** How often links are pinged and their silence judged. */
+export const HEARTBEAT_MS = 500
+
+/**
+ * How often queued starts are checked for a job that vanished: a node that died after taking the
+ * job and before saying a word has its job failed by the broker's stall check (and removed), and
+ * the start would otherwise wait forever.
+ */
+const SWEEP_MS = 5000
+
+/** A node enforces the grace itself; the host steps in only if the node does not, this much later. */
+const NODE_GRACE_MARGIN_MS = 3000
+
+/** A transport for `createHost({ transport })` over the broker `open` makes: `name` is the adapter's (its factory is `<name>Transport()`). */
+export function remoteTransport(name: string, settings: RemoteHostSettings, open: OpenHostBroker): Transport {
+  let opened = false
+  return {
+    name,
+    open(context) {
+      if (opened) throw subagentError('ERR_SUBAGENT_TRANSPORT_REUSED', `a ${name}Transport() serves one host: make one per createHost()`)
+      opened = true
+      return new RemoteHostTransport(settings, context, open)
+    },
+  }
+}
+
+/** A child waiting in the queue for a node to take it: a start, or a child moved off a node that died. */
+interface Queued {
+  spec: ChildSpec
+  job: QueuedJob | undefined
+  /** Sweeps in a row that found its job lost while no node had spoken of the child. */
+  missing: number
+  /** A node holding its job took it: the child is built over that node's link, now. */
+  claimed(channel: RunnerChannel): void
+  failed(error: unknown): void
+}
+
+/** The host's transport over a broker: `open` makes the broker for this host's id. */
+class RemoteHostTransport implements ChildTransport {
+  readonly local = false
+  /** This host's address on the broker. */
+  readonly #id = randomUUID()
+  readonly #context: TransportContext
+  readonly #broker: HostBroker
+  readonly #links = new Map<string, NodeLink>()
+  readonly #queued = new Map<string, Queued>()
+  readonly #heartbeat: NodeJS.Timeout
+  readonly #judge: SilenceJudge
+  readonly #sweep: NodeJS.Timeout
+  #sweeping = false
+  #closing: Promise<void> | undefined
+
+  constructor(settings: RemoteHostSettings, context: TransportContext, open: OpenHostBroker) {
+    this.#context = context
+    this.#broker = open(this.#id, { receive: (bytes) => this.#receive(bytes), lost: (why) => this.#connectionLost(why) })
+    this.#judge = new SilenceJudge({ limitMs: settings.nodeSilenceMs, intervalMs: HEARTBEAT_MS })
+    this.#heartbeat = setInterval(() => this.#check(), HEARTBEAT_MS).unref()
+    this.#sweep = setInterval(() => void this.#sweepQueued(), SWEEP_MS).unref()
+  }
+
+  async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
+    const placement = this.#context.placement(spec.id)
+    const graceMs = this.#context.abortGraceMs + NODE_GRACE_MARGIN_MS
+    // A child moved off a node that died (CONTRACT.md §10) is queued again, for another node.
+    const replace: Replace = async (moving, build) => void (await this.#enqueue(spec, moving, build))
+    const child = await this.#enqueue(spec, signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs, replace }))
+    await child.created(signal)
+    return child
+  }
+
+  /** Queues a job for the child and waits for a node holding it to take it; `build` makes the child on that node's link. */
+  async #enqueue<T>(spec: ChildSpec, signal: AbortSignal, build: (channel: RunnerChannel) => T): Promise<T> {
+    if (this.#closing) throw hostClosed('start more subagents')
+    if (signal.aborted) throw signal.reason
+    // Nodes answer on this host's channel: it must be listened to before any node can learn of it.
+    await this.#broker.listening()
+    let claimed!: (channel: RunnerChannel) => void
+    let failed!: (error: unknown) => void
+    const taken = new Promise<T>((resolve, reject) => {
+      claimed = (channel) => {
+        try {
+          resolve(build(channel))
+        } catch (error) {
+          reject(error)
+        }
+      }
+      failed = reject
+    })
+    taken.catch(() => {}) // awaited below unless adding the job failed first
+    const queued: Queued = { spec, job: undefined, missing: 0, claimed, failed }
+    this.#queued.set(spec.id, queued)
+    const onAbort = () => this.#giveUp(queued, signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      queued.job = this.#broker.enqueue(spec.header.delegationDepth ?? 1, childJob(this.#id, spec.id))
+      await Promise.race([queued.job.added(), taken])
+      return await taken
+    } catch (error) {
+      this.#giveUp(queued, error)
+      throw error
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  close(): Promise<void> {
+    return (this.#closing ??= this.#close())
+  }
+
+  async #close(): Promise<void> {
+    clearInterval(this.#heartbeat)
+    clearInterval(this.#sweep)
+    for (const queued of [...this.#queued.values()]) this.#giveUp(queued, closedWhileWaiting('in the queue'))
+    for (const link of [...this.#links.values()]) link.stop({ stopReason: 'aborted', diagnostic: CLOSED_BEFORE_END })
+    await this.#broker.close()
+  }
+
+  /** Stops waiting for a queued start: its job is removed, or, if a node took it already, its take will be refused. */
+  #giveUp(queued: Queued, reason: unknown): void {
+    const id = queued.spec.id
+    if (this.#queued.get(id) !== queued) return
+    this.#queued.delete(id)
+    queued.failed(reason)
+    // A locked job (a node took it) cannot be removed, and a gone broker answers nothing: its take is refused either way.
+    queued.job?.remove()
+  }
+
+  /**
+   * A node asks for a child it took from the queue. It is given the child (the create goes over its
+   * link) when the child still waits and the node holds the job: the token it tells is the job's
+   * lock, and the job names it as its processor. First match wins; anything else is
+   * refused, so a client that read the job but did not take it gets nothing and decides nothing.
+   */
+  async #take({ child: id, token }: TakeMessage, link: NodeLink): Promise<void> {
+    const queued = this.#queued.get(id)
+    if (!queued) return link.refuse(id)
+    const holds = await this.#holds(queued, token, link.node)
+    if (holds instanceof Error) this.#giveUp(queued, holds)
+    if (holds !== true || this.#queued.get(id) !== queued || link.ended) return link.refuse(id)
+    this.#queued.delete(id)
+    queued.claimed(link.channel)
+  }
+
+  /** Whether `node` holds the queued child's job. An Error when the broker cannot say: the start cannot go on without knowing. */
+  async #holds(queued: Queued, token: string, node: string): Promise<boolean | Error> {
+    try {
+      return await queued.job!.heldBy(node, token)
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error))
+    }
+  }
+
+  #receive(bytes: Buffer): void {
+    if (this.#closing) return
+    const envelope = decode(bytes)
+    if (envelope instanceof Error) return // no sender to blame: a node whose frames are lost falls silent, and the heartbeat ends it
+    const { from, frame } = envelope
+    let link = this.#links.get(from)
+    if (!link) {
+      // A link opens with the node's hello; anything else is from a link already ended.
+      const hello = Array.isArray(frame) ? (frame[0] as { type?: unknown; v?: unknown } | undefined) : undefined
+      if (hello?.type !== 'hello') return
+      if (hello.v !== PROTOCOL_VERSION) return this.#refuse(from, frame, hello.v)
+      link = this.#open(from)
+    }
+    link.receive(frame)
+  }
+
+  /** A node of another protocol version: the starts whose job it proves it holds fail with the reason, and it is told bye. */
+  #refuse(node: string, frame: unknown, version: unknown): void {
+    const error = subagentError('ERR_SUBAGENT_VERSION', versionMismatchText(`node ${node}`, version, 'this host', PROTOCOL_VERSION))
+    for (const { child, token } of takesOf(frame).takes) {
+      const queued = this.#queued.get(child)
+      if (queued) void this.#holds(queued, token, node).then((holds) => holds === true && this.#giveUp(queued, error))
+    }
+    this.#broker.send(node, encode(this.#id, [{ type: 'bye' }]))
+  }
+
+  #open(node: string): NodeLink {
+    const link = new NodeLink({
+      node,
+      config: this.#context.config,
+      send: (frame: HostMessage[]) => this.#broker.send(node, encode(this.#id, frame)),
+      take: (take, from) => void this.#take(take, from),
+      ended: (ended) => {
+        if (this.#links.get(ended.node) === ended) this.#links.delete(ended.node)
+      },
+    })
+    this.#links.set(node, link)
+    return link
+  }
+
+  /** One heartbeat: a node that left its ping unanswered too long is gone; every other is pinged. */
+  #check(): void {
+    const suspects = this.#judge.check(this.#links.values(), (link) => (link.ended ? undefined : link.channel.pinged), (link, ms) => link.silent(ms, this.#broker.silenceCause(), this.#otherNode(link)))
+    const at = this.#judge.mark()
+    for (const link of this.#links.values()) if (!suspects.has(link)) link.channel.ping(at)
+  }
+
+  /**
+   * Fails the starts whose job is lost unclaimed: its node died holding it (the broker failed it
+   * as stalled, never to run it again). Two sweeps in a row, since a node's last word
+   * about a child (create-failed) may still be on its way when its job is removed.
+   */
+  async #sweepQueued(): Promise<void> {
+    if (this.#sweeping) return
+    this.#sweeping = true
+    try {
+      await this.#sweepOnce()
+    } finally {
+      this.#sweeping = false
+    }
+  }
+
+  async #sweepOnce(): Promise<void> {
+    for (const queued of [...this.#queued.values()]) {
+      const lost = await queued.job?.lost()
+      // Not queued yet, or the broker is not answering (the start's own waits say so), or no longer waiting.
+      if (lost === undefined || this.#queued.get(queued.spec.id) !== queued) continue
+      queued.missing = lost ? queued.missing + 1 : 0
+      if (queued.missing >= 2) {
+        this.#giveUp(queued, subagentError('ERR_SUBAGENT_NODE_LOST', 'the node that took this child from the queue stopped before building it (its job was failed or its lock expired; a child never runs twice): start it again'))
+      }
+    }
+  }
+
+  /** Whether another node is linked to this host: somewhere a dead node's children can go (with none, they would wait for a node that may never come). */
+  #otherNode(gone: NodeLink): boolean {
+    for (const link of this.#links.values()) if (link !== gone && !link.ended) return true
+    return false
+  }
+
+  /** Frames may have been lost while a connection was down: every link over it is over. */
+  #connectionLost(why: string): void {
+    if (this.#closing) return
+    const diagnostic = `${why}; frames to and from the node may have been lost, so the child was given up`
+    for (const link of [...this.#links.values()]) link.stop({ stopReason: 'error', diagnostic })
+  }
+}
