@@ -382,7 +382,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const { host: h, parent } = my.host(queue, [textResponse('served')], PATIENT)
     const controller = new AbortController()
     const start = h.spawn.start({ prompt: 'hi', parent, signal: controller.signal })
-    await waitFor(async () => (await waiting(queue)) === 1)
+    await queueEvent(queue, 'waiting')
     const job = await waitingJob(queue)
     const writer = new Redis(REDIS)
     await writer.hset(`bull:${depth1(queue)}:${job.id}`, 'data', JSON.stringify({ ...job.data, child: 42 }))
