@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util'
 import { UsageError } from '../terminal/failure.js'
 
-export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m', 'S10', 'S11', 'G2', 'G3', 'O3', 'O9'] as const
+export const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9', 'S9m', 'S9u', 'S9um', 'S10', 'S11', 'G2', 'G3', 'O3', 'O9'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
 
 /** The A/B rows and S11 (runner kills): run only when --only names them, so a default run's table and time are as before. */
@@ -34,7 +34,7 @@ worker, process, remote, floors, worker/inline, process/worker, remote/worker) a
 (scenario, transport, goal, figure, met?). A progress bar is drawn on stderr when it is a
 terminal.
 
-The remote column (S1-S4, S8, S9) is the BullMQ transport: two worker node processes
+The remote column (S1-S4, S8, S9, S9u) is the BullMQ transport: two worker node processes
 (subagent-worker node) on this machine, started for the run on a queue of its own and stopped at
 its end, beside a bare BullMQ job round trip on the same Redis (the bullmq floor). It needs the
 bullmq and ioredis packages and a Redis answering PING within a second; without them it is
@@ -44,12 +44,15 @@ G2, G3, O3 and O9 are A/B rows on the worker transport, same run, rounds taking 
 S3's workloads with every limit set against none, and S3's and S9's traced (instrument() with the
 OpenTelemetry SDK, a dev dependency) and listened to against neither. They run only when named.
 
+S9u is S9 with a model written as a user would write it (a plain async generator awaiting a
+timer between chunks) in place of the ScriptedModel, host-placed (S9u) and module-placed (S9um).
+
 S11 kills a worker thread at most every second under 1,000 children, ten a thread, and reports
 the fraction that complete and the latency a move adds (thread-mates survive). It runs only
 when named.
 
   --quick        fewer samples and children: noisier figures in about a minute
-  --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too
+  --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too, S9u S9um
   --json FILE    write every figure, the raw samples and the machine to FILE
   --svg FILE     write a self-contained SVG chart of the figures of every transport to FILE
   --no-remote    leave the remote column and its floor out (no Redis needed)
@@ -114,8 +117,8 @@ function usageMessage(error: unknown): string {
   }
 }
 
-/** Ids a name selects: S9 is one run with two rows (host model, module model), so it selects both. */
-const ALIASES: Partial<Record<ScenarioId, readonly ScenarioId[]>> = { S9: ['S9', 'S9m'] }
+/** Ids a name selects: S9 and S9u are each one run with two rows (host model, module model), so each selects both. */
+const ALIASES: Partial<Record<ScenarioId, readonly ScenarioId[]>> = { S9: ['S9', 'S9m'], S9u: ['S9u', 'S9um'] }
 
 function parseOnly(list: string): ScenarioId[] {
   const wanted = new Set<ScenarioId>()

@@ -2,12 +2,13 @@
  * The benchmark's agent module: every runner (worker thread or child process) imports it, and so
  * does the host, so children on every transport run the very same tool code. Its tools do their
  * work where the child runs, which is what S5 (CPU in parallel) and S8 (a child that never
- * yields) measure; its models answer where the child runs, with no RPC to the host (S2, S3, S9).
+ * yields) measure; its models answer where the child runs, with no RPC to the host (S2, S3, S9, S9u).
  * It imports nothing outside this package, so a child process reads it under the default sandbox.
  */
 import { BroadcastChannel, isMainThread, threadId } from 'node:worker_threads'
 import { defineAgentModule, defineTool, ScriptedModel, textResponse, type Model, type StreamChunk } from '../../index.js'
 import { shapeOf, STREAM_MODEL, streamEntry } from './stream-script.js'
+import { USER_STREAM_MODEL, userStreamModel } from './user-model.js'
 import { work } from './work.js'
 
 const none = { type: 'object', properties: {} }
@@ -63,7 +64,7 @@ if (!isMainThread) {
 }
 
 export default defineAgentModule({
-  models: { 'bench-echo': echo, [STREAM_MODEL]: stream, 'bench-pid': pid },
+  models: { 'bench-echo': echo, [STREAM_MODEL]: stream, [USER_STREAM_MODEL]: userStreamModel, 'bench-pid': pid },
   tools: [
     defineTool<{ iterations: number }>({
       name: 'burn',

@@ -1,8 +1,8 @@
 /**
  * How much each scenario measures. The full plan is what BENCHMARKS.md reports; `--quick` is for
  * a look in under a minute, every column included: the same per-step latency and CPU burn, but
- * fewer samples and rounds, fewer children where their number is the cost (S4, S5, S7, S9) and a
- * shorter stream at the same pace (S9, O9), so its figures are noisier and the crowded scenarios
+ * fewer samples and rounds, fewer children where their number is the cost (S4, S5, S7, S9, S9u) and a
+ * shorter stream at the same pace (S9, S9u, O9), so its figures are noisier and the crowded scenarios
  * less crowded.
  */
 import type { StreamShape } from './stream-script.js'
@@ -20,7 +20,7 @@ export interface Plan {
   memory: { children: number; rounds: number }
   /** S8: spinning children cancelled; `graceMs` is the host's abortGraceMs. */
   abort: { rounds: number; graceMs: number }
-  /** S9 and O9: `children` started at once, each streaming `chunks` chunks one every `intervalMs` (stream-script.ts), on a pool of `threads`. */
+  /** S9, S9u and O9: `children` started at once, each streaming `chunks` chunks one every `intervalMs` (stream-script.ts), on a pool of `threads`. */
   stream: StreamShape & { children: number; threads: number; rounds: number }
   /** S11: `children` started at once on worker threads, `perThread` a thread, `steps` host model steps of `latencyMs`, one thread killed at most every `killEveryMs`. */
   moves: { children: number; perThread: number; steps: number; latencyMs: number; killEveryMs: number; rounds: number }

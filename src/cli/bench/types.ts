@@ -16,8 +16,8 @@ export type LocalMode = Exclude<Mode, 'remote'>
 
 export const LOCAL_MODES: readonly LocalMode[] = ['inline', 'worker', 'process']
 
-/** The rows with a remote figure (S9's run also yields S9m's); every other row's remote cell is n/a. */
-export const REMOTE_IDS: readonly ScenarioId[] = ['S1', 'S2', 'S3', 'S4', 'S8', 'S9', 'S9m']
+/** The rows with a remote figure (S9's run also yields S9m's, S9u's S9um's); every other row's remote cell is n/a. */
+export const REMOTE_IDS: readonly ScenarioId[] = ['S1', 'S2', 'S3', 'S4', 'S8', 'S9', 'S9m', 'S9u', 'S9um']
 
 /** The isolating transports: goals are judged on their figures (inline is the reference they are read against). */
 export type Isolated = Exclude<Mode, 'inline'>

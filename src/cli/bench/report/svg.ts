@@ -18,7 +18,7 @@ const BAR_W = 540
 const BAR_H = 14
 const GAP = 4
 const HEAD = 40
-/** Where a row's title starts: clear of a three-character id (S9m). */
+/** Where a row's title starts: clear of a four-character id (S9um). */
 const TEXT_X = 52
 const GOAL_LINE_H = 13
 const COLORS = {

@@ -10,11 +10,17 @@
  * transport serves both placements through two parents. The remote transport (when the run has
  * it) is measured and reported, with no goal; its CPU counts its node processes, and the Redis
  * server's is read apart.
+ *
+ * S9u and S9um are the same run with a model written as a user would write it (user-model.ts: a
+ * plain async generator awaiting a timer between chunks) in place of the ScriptedModel, so the
+ * goals are read on a model they were not tuned on.
  */
+import type { ScenarioId } from '../args.js'
 import { benchHost, delegate, HOST_MODEL, useScript, withProvider, type BenchHost } from '../harness.js'
 import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../measure/loop-delay.js'
 import { runnerPids } from '../runners.js'
 import { idealMs, STREAM_MODEL, streamEntry, streamModelId, type StreamShape } from '../stream-script.js'
+import { USER_HOST_MODEL, USER_STREAM_MODEL, userStreamModel } from '../user-model.js'
 import { LOCAL_MODES, type ByVariant, type Figure, type LocalMode, type Mode, type ScenarioResult } from '../types.js'
 import { cpuMeter, otherCpuMeter } from '../measure/usage.js'
 import { allMet, processRatioOf, ratioGoal, ratioOf, remoteFields, setupWithRemote, valueGoal, type Scenario, type ScenarioContext } from './scenario.js'
@@ -48,9 +54,46 @@ const CPU_OVER_INLINE = 1.5
 
 const PLACEMENTS: readonly Placement[] = ['host', 'module']
 
-/** Registers the host placement's ScriptedModel (one entry per child); the module model reads the shape from its model id. Returns its unregister. */
-function scriptFor(bench: BenchHost, placement: Placement, children: number, shape: StreamShape): () => void {
-  return placement === 'host' ? useScript(bench, children, [streamEntry(shape)]).done : () => {}
+/** Which model streams: the library's ScriptedModel (S9, S9m) or one a user would write (S9u, S9um). */
+interface StreamModel {
+  ids: Record<Placement, ScenarioId>
+  label: string
+  /** How a row's title names the model. */
+  titles: Record<Placement, string>
+  /** The row's model field. */
+  models: Record<Placement, string>
+  /** A transport host's two parents, one per placement. */
+  parents(bench: BenchHost, shape: StreamShape): Record<Placement, BenchHost>
+  /** Registers the host placement's model for a batch of `children`; returns its unregister. */
+  onHost(bench: BenchHost, children: number, shape: StreamShape): () => void
+}
+
+const SCRIPTED: StreamModel = {
+  ids: { host: 'S9', module: 'S9m' },
+  label: 'S9 streaming fan-in',
+  titles: { host: 'model on the host', module: 'module model' },
+  models: { host: HOST_MODEL, module: `module model '${STREAM_MODEL}' (a fresh ScriptedModel per request, in the child's runner, thread or process: no RPC per step)` },
+  parents: (bench, shape) => ({ host: bench, module: withProvider(bench, STREAM_MODEL, streamModelId(shape)) }),
+  // One script entry per child: a ScriptedModel plays each entry once.
+  onHost: (bench, children, shape) => useScript(bench, children, [streamEntry(shape)]).done,
+}
+
+const USER: StreamModel = {
+  ids: { host: 'S9u', module: 'S9um' },
+  label: 'S9u streaming fan-in, user-written model',
+  titles: { host: 'user-written model on the host', module: 'user-written module model' },
+  models: {
+    host: `a user-written async generator on the host, awaiting a timer between chunks (one RPC round trip per step on worker, process and remote)`,
+    module: `module model '${USER_STREAM_MODEL}' (a user-written async generator awaiting a timer between chunks, in the child's runner: no RPC per step)`,
+  },
+  parents: (bench, shape) => ({ host: withProvider(bench, USER_HOST_MODEL, streamModelId(shape)), module: withProvider(bench, USER_STREAM_MODEL, streamModelId(shape)) }),
+  // Stateless, so the one object serves every child of the batch.
+  onHost: (bench) => bench.host.models.register(USER_HOST_MODEL, userStreamModel),
+}
+
+/** Registers the host placement's model; the module model reads the shape from its model id. Returns its unregister. */
+function scriptFor(model: StreamModel, bench: BenchHost, placement: Placement, children: number, shape: StreamShape): () => void {
+  return placement === 'host' ? model.onHost(bench, children, shape) : () => {}
 }
 
 /** Starts `children` at once and waits until each one completed and was disposed. */
@@ -59,16 +102,16 @@ async function fanIn(bench: BenchHost, children: number): Promise<void> {
 }
 
 /** Untimed: both placements at once, so every runner has imported the module and run both paths. */
-async function warmUp(transport: Transport, children: number, shape: StreamShape): Promise<void> {
+async function warmUp(model: StreamModel, transport: Transport, children: number, shape: StreamShape): Promise<void> {
   const onHost = Math.ceil(children / 2)
-  const done = scriptFor(transport.benches.host, 'host', onHost, shape)
+  const done = scriptFor(model, transport.benches.host, 'host', onHost, shape)
   await Promise.all([fanIn(transport.benches.host, onHost), fanIn(transport.benches.module, children - onHost)])
   done()
 }
 
-async function measure(transport: Transport, placement: Placement, children: number, shape: StreamShape, into: Samples, redisPids: readonly number[]): Promise<void> {
+async function measure(model: StreamModel, transport: Transport, placement: Placement, children: number, shape: StreamShape, into: Samples, redisPids: readonly number[]): Promise<void> {
   const bench = transport.benches[placement]
-  const done = scriptFor(bench, placement, children, shape)
+  const done = scriptFor(model, bench, placement, children, shape)
   const monitor = loopMonitor()
   monitor.enable()
   // Ticks before and after the batch (see loop-delay.ts).
@@ -95,7 +138,7 @@ const noSamples = (): Samples => ({ wallMs: [], cpuUsPerChunk: [], redisCpuUsPer
 /** A figure of the samples, or null where there are none (runners that cannot be read). */
 const figureOrNull = (samples: number[]): Figure | null => (samples.length > 0 ? figure(samples, 'lower') : null)
 
-function row(context: ScenarioContext, placement: Placement, samples: Record<Mode, Samples>, children: number, shape: StreamShape, setup: Record<string, unknown>): ScenarioResult {
+function row(model: StreamModel, context: ScenarioContext, placement: Placement, samples: Record<Mode, Samples>, children: number, shape: StreamShape, setup: Record<string, unknown>): ScenarioResult {
   const ideal = idealMs(shape)
   const measured = context.remote !== undefined
   const local = (key: keyof Samples) => ({ inline: figure(samples.inline[key], 'lower'), worker: figure(samples.worker[key], 'lower'), process: figure(samples.process[key], 'lower') })
@@ -119,12 +162,12 @@ function row(context: ScenarioContext, placement: Placement, samples: Record<Mod
   ]
   const rate = 1000 / shape.intervalMs
   return {
-    id: placement === 'host' ? 'S9' : 'S9m',
-    title: `streaming fan-in, ${children.toLocaleString('en-US')} children × ${shape.chunks} chunks at ${rate} chunks/s, ${placement === 'host' ? 'model on the host' : 'module model'}`,
+    id: model.ids[placement],
+    title: `streaming fan-in, ${children.toLocaleString('en-US')} children × ${shape.chunks} chunks at ${rate} chunks/s, ${model.titles[placement]}`,
     metric: `ms of wall time for the batch, every child started at once (ideal ${ideal} ms)`,
     unit: 'ms',
     better: 'lower',
-    model: placement === 'host' ? HOST_MODEL : `module model '${STREAM_MODEL}' (a fresh ScriptedModel per request, in the child's runner, thread or process: no RPC per step)`,
+    model: model.models[placement],
     setup: { ...setup, placement },
     inline: wall.inline,
     worker: wall.worker,
@@ -149,9 +192,10 @@ function row(context: ScenarioContext, placement: Placement, samples: Record<Mod
   }
 }
 
-export const s9: Scenario = {
-  ids: ['S9', 'S9m'],
-  label: 'S9 streaming fan-in',
+/** One model's scenario: both placements on every transport, in one run. */
+const streamScenario = (model: StreamModel): Scenario => ({
+  ids: [model.ids.host, model.ids.module],
+  label: model.label,
   // One unit for the warm-ups (run at once), one per measured batch (the remote column's counted in remoteUnits).
   units: (plan) => 1 + plan.stream.rounds * PLACEMENTS.length * LOCAL_MODES.length,
   remoteUnits: (plan) => plan.stream.rounds * PLACEMENTS.length,
@@ -165,7 +209,7 @@ export const s9: Scenario = {
     const modes: Mode[] = remote ? [...LOCAL_MODES, 'remote'] : [...LOCAL_MODES]
     const transports: Transport[] = modes.map((mode) => {
       const bench = benchHost(mode, { pool, ...(remote ? { remote } : {}) })
-      return { mode, benches: { host: bench, module: withProvider(bench, STREAM_MODEL, streamModelId(shape)) }, runners: [] }
+      return { mode, benches: model.parents(bench, shape), runners: [] }
     })
     const samples: Record<Placement, Record<Mode, Samples>> = {
       host: { inline: noSamples(), worker: noSamples(), process: noSamples(), remote: noSamples() },
@@ -175,12 +219,12 @@ export const s9: Scenario = {
     try {
       for (const transport of transports) transport.runners = await runnerPids(transport.benches.host, threads)
       // Every host's warm-up at once: they are untimed, and a batch takes its ideal time whatever its size.
-      await Promise.all(transports.map((transport) => warmUp(transport, children, shape)))
+      await Promise.all(transports.map((transport) => warmUp(model, transport, children, shape)))
       context.progress.advance(1)
       for (let r = 0; r < rounds; r++) {
         for (const placement of PLACEMENTS) {
           for (const transport of transports) {
-            await measure(transport, placement, children, shape, samples[placement][transport.mode], redisPids)
+            await measure(model, transport, placement, children, shape, samples[placement][transport.mode], redisPids)
             context.progress.advance(1)
           }
         }
@@ -189,6 +233,9 @@ export const s9: Scenario = {
       await Promise.all(transports.map(({ benches }) => benches.host.host.close()))
     }
     const setup = setupWithRemote(context, { children, chunksPerChild: chunks, intervalMs, idealMs: idealMs(shape), rounds, loopResolutionMs: RESOLUTION_MS, pool })
-    return PLACEMENTS.map((placement) => row(context, placement, samples[placement], children, shape, setup))
+    return PLACEMENTS.map((placement) => row(model, context, placement, samples[placement], children, shape, setup))
   },
-}
+})
+
+export const s9 = streamScenario(SCRIPTED)
+export const s9u = streamScenario(USER)
