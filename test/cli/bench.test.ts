@@ -261,18 +261,21 @@ describe.concurrent('bench runs', () => {
 
   // About 5 s: a batch streams for its ideal 500 ms whatever its size (the quick plan's 25 chunks
   // at 20 ms), and the quick plan runs one warm-up (every host at once) and one round of six
-  // batches. The margin is for a loaded machine.
-  it('bench --quick --only S9 runs the streaming fan-in and reports both placements on every transport with every goal and secondary figure', async () => {
-    const file = join(dir, 'stream.json')
-    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S9', '--no-remote', '--json', file], {
+  // batches. The margin is for a loaded machine. S9u is the same run with the user-written model
+  // (src/cli/bench/user-model.ts) in place of the ScriptedModel: its rows have the same shape.
+  it.each([
+    { only: 'S9', ids: ['S9', 'S9m'], model: /ScriptedModel/ },
+    { only: 'S9u', ids: ['S9u', 'S9um'], model: /user-written async generator/ },
+  ])('bench --quick --only $only runs the streaming fan-in and reports both placements on every transport with every goal and secondary figure', async ({ only, ids, model }) => {
+    const file = join(dir, `stream-${only}.json`)
+    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', only, '--no-remote', '--json', file], {
       timeout: RUN_MS,
       env: { ...process.env, NO_COLOR: '1' },
     })
-    // Both rows, every transport's wall time.
-    expect(stdout).toMatch(/^S9\s+\d+ ms \(p99 \d+\)\s+\d+ ms \(p99 \d+\)\s+\d+ ms \(p99 \d+\)\s+[\d.]+×\s+[\d.]+×$/m)
-    expect(stdout).toMatch(/^S9m\s+\d+ ms \(p99 \d+\)\s+\d+ ms \(p99 \d+\)\s+\d+ ms \(p99 \d+\)\s+[\d.]+×\s+[\d.]+×$/m)
-    // Each row's three goals, judged on the worker.
-    for (const id of ['S9', 'S9m']) {
+    for (const id of ids) {
+      // Both rows, every transport's wall time.
+      expect(stdout).toMatch(new RegExp(String.raw`^${id}\s+\d+ ms \(p99 \d+\)\s+\d+ ms \(p99 \d+\)\s+\d+ ms \(p99 \d+\)\s+[\d.]+×\s+[\d.]+×$`, 'm'))
+      // Each row's three goals, judged on the worker.
       expect(stdout).toMatch(new RegExp(String.raw`^${id}\s+worker\s+wall <= [\d.]+ × ideal\s+[\d.]+×\s+(yes|NO)$`, 'm'))
       expect(stdout).toMatch(new RegExp(String.raw`^${id}\s+worker\s+event-loop p99 <= \d+ ms\s+[\d.]+ ms\s+(yes|NO)$`, 'm'))
       expect(stdout).toMatch(new RegExp(String.raw`^${id}\s+worker\s+CPU/chunk <= 1\.5 × inline\s+[\d.]+×\s+(yes|NO)$`, 'm'))
@@ -281,13 +284,15 @@ describe.concurrent('bench runs', () => {
     expect(stdout).toMatch(/Host event-loop delay p99 \/ max: inline [\d.]+ \/ [\d.]+ ms, worker [\d.]+ \/ [\d.]+ ms, process [\d.]+ \/ [\d.]+ ms/)
 
     const report = JSON.parse(await readFile(file, 'utf8'))
-    expect(report.scenarios.map((s: { id: string }) => s.id)).toEqual(['S9', 'S9m'])
+    expect(report.scenarios.map((s: { id: string }) => s.id)).toEqual(ids)
     const byVariant = { inline: expect.objectContaining(summary), worker: expect.objectContaining(summary), process: expect.objectContaining(summary) }
     const goal = { mode: 'worker', text: expect.any(String), figure: expect.any(Number), threshold: expect.any(Number), comparison: '<=', kind: expect.any(String), met: expect.any(Boolean) }
     for (const row of report.scenarios) {
       expect(row).toEqual(
         expect.objectContaining({
           unit: 'ms',
+          // The model the row streams with: each scenario's own, in both placements.
+          model: expect.stringMatching(model),
           inline: expect.objectContaining(summary),
           worker: expect.objectContaining(summary),
           process: expect.objectContaining(summary),
