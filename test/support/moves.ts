@@ -93,6 +93,15 @@ function heldTool(host: Host) {
   return tool
 }
 
+/** Starts a sibling on the host's script (a call of the module tool `spin`) and resolves once it is inside it, with its canceller. */
+async function spinningSibling(h: Host, parent: Agent): Promise<{ spinner: SubagentRun; stuck: AbortController }> {
+  const stuck = new AbortController()
+  const spinning = nextEvent(h, (event) => event.type === 'assistant/message')
+  const spinner = await h.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
+  await spinning
+  return { spinner, stuck }
+}
+
 /** A host model whose first request streams part of `answer`, then, once released, the rest; the next request answers whole. */
 class AnsweredWhileBusy implements Model {
   requests = 0
@@ -160,10 +169,7 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       let starts = 0
       h.on('subagent/start', () => void starts++)
       const runs = await mates(h, parent)
-      const stuck = new AbortController()
-      const spinning = nextEvent(h, (event) => event.type === 'assistant/message')
-      const spinner = await h.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
-      await spinning
+      const { spinner, stuck } = await spinningSibling(h, parent)
       stuck.abort()
       const stuckResult = await spinner.result
       expect(stuckResult.stopReason).toBe('aborted')
@@ -257,10 +263,7 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       const waiting = streaming(h, 1)
       const mate = await h.spawn.start({ prompt: 'task 0', parent, signal: signal(), agentOptions: { provider: 'mate-0' } })
       await waiting
-      const stuck = new AbortController()
-      const spinning = nextEvent(h, (event) => event.type === 'assistant/message')
-      const spinner = await h.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
-      await spinning
+      const { spinner, stuck } = await spinningSibling(h, parent)
       // Its runner is inside the sibling's module tool: the answer stays unread there.
       model.release()
       await model.answered
@@ -278,10 +281,7 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       const holding = nextEvent(h, (event) => event.type === 'assistant/message')
       const holder = await h.spawn.start({ prompt: 'hold', parent, signal: signal(), agentOptions: { provider: 'holder' } })
       await holding
-      const stuck = new AbortController()
-      const spinning = nextEvent(h, (event) => event.type === 'assistant/message')
-      const spinner = await h.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
-      await spinning
+      const { spinner, stuck } = await spinningSibling(h, parent)
       stuck.abort()
       const result = await holder.result
       expect(result.stopReason).toBe('error')
