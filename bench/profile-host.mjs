@@ -13,19 +13,16 @@
  * Rounds alternate inline and worker; the table gives each part's median µs per delegation.
  */
 import { Session } from 'node:inspector/promises'
-import { availableParallelism } from 'node:os'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { createHost, ScriptedModel, textResponse } from '../dist/index.js'
+import { IN_FLIGHT, s3Host, s3Round } from './s3-lanes.mjs'
 
 const { values } = parseArgs({
   options: { total: { type: 'string', default: '4000' }, rounds: { type: 'string', default: '3' }, json: { type: 'string' } },
 })
 const TOTAL = Number(values.total)
 const ROUNDS = Number(values.rounds)
-const IN_FLIGHT = 64
 const SAMPLING_US = 200
-const BENCH_MODULE = new URL('../dist/cli/bench/module.js', import.meta.url)
 
 /** A part of the host's work, named by the files whose frames count toward it. First match wins. */
 const PARTS = [
@@ -72,32 +69,6 @@ function mainThreadCpuUs() {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
 }
 
-function host(isolation) {
-  const threads = Math.max(1, Math.round(availableParallelism() * 1.5))
-  const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: Math.ceil(IN_FLIGHT / threads), idleTimeoutMs: 600_000 }
-  const h = createHost({ isolation, agentModule: BENCH_MODULE, ...(isolation === 'inline' ? {} : { pool }) })
-  return { isolation, host: h, parent: h.createAgent({ options: { provider: 'bench', model: 'scripted' } }) }
-}
-
-async function round(bench, total) {
-  const model = new ScriptedModel(Array.from({ length: total }, () => textResponse('done')))
-  const unregister = bench.host.models.register('bench', model)
-  let next = 0
-  const lane = async () => {
-    while (next++ < total) {
-      const run = await bench.host.spawn.start({ prompt: `profile task ${next}`, parent: bench.parent })
-      const result = await run.result
-      await run.dispose()
-      if (result.stopReason !== 'completed') throw new Error(`a ${bench.isolation} child ended ${result.stopReason}: ${result.diagnostic}`)
-    }
-  }
-  try {
-    await Promise.all(Array.from({ length: IN_FLIGHT }, lane))
-  } finally {
-    unregister()
-  }
-}
-
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b)
   const m = s.length >> 1
@@ -109,15 +80,15 @@ session.connect()
 await session.post('Profiler.enable')
 await session.post('Profiler.setSamplingInterval', { interval: SAMPLING_US })
 
-const benches = [host('inline'), host('worker')]
+const benches = [s3Host('inline'), s3Host('worker')]
 const samples = { inline: [], worker: [] }
 try {
-  for (const bench of benches) await round(bench, Math.min(TOTAL, 1000))
+  for (const bench of benches) await s3Round(bench, Math.min(TOTAL, 1000))
   for (let r = 0; r < ROUNDS; r++) {
     for (const bench of benches) {
       await session.post('Profiler.start')
       const cpu0 = mainThreadCpuUs()
-      await round(bench, TOTAL)
+      await s3Round(bench, TOTAL)
       const cpuUs = mainThreadCpuUs() - cpu0
       const { profile } = await session.post('Profiler.stop')
       samples[bench.isolation].push(Object.fromEntries(Object.entries(shares(profile)).map(([k, share]) => [k, (share * cpuUs) / TOTAL])))

@@ -21,9 +21,9 @@ export interface ComposedChild {
 export const DELEGATION_SCOPE =
   'You are a delegated subagent working on one task for a parent agent. Your tools and permissions were fixed when you were started and cannot be widened. If an operation is denied or a tool is missing, do not retry it or look for a way around it: finish with what you could do and say plainly which limit stopped you.'
 
-/** Who a delegated child is told it is: its persona (or the deployment's) and the delegation scope. */
-function identitySections(spec: ChildSpec, deploymentPersona: string | undefined): PromptSection[] {
-  const persona = spec.persona ?? deploymentPersona
+/** Who a delegated child is told it is: its persona (the host resolved it: its own or the deployment's) and the delegation scope. */
+function identitySections(spec: ChildSpec): PromptSection[] {
+  const { persona } = spec
   const scope: PromptSection = { id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE }
   return persona === undefined ? [scope] : [{ id: 'persona', order: SECTION_ORDER.persona, text: persona }, scope]
 }
@@ -33,20 +33,20 @@ function identitySections(spec: ChildSpec, deploymentPersona: string | undefined
  * (their guidance): what a host serving the child's model calls sends, whatever prompt its runner
  * put in the request.
  */
-export function childSystemPrompt(spec: ChildSpec, deploymentPersona: string | undefined, visibleHostTools: Iterable<ToolDefinition> = []): string {
+export function childSystemPrompt(spec: ChildSpec, visibleHostTools: Iterable<ToolDefinition> = []): string {
   const prompt = new PromptSections()
-  for (const section of identitySections(spec, deploymentPersona)) prompt.set(section)
+  for (const section of identitySections(spec)) prompt.set(section)
   if (spec.outputSchema) prompt.set(STRUCTURED_OUTPUT_SECTION)
   return prompt.render(guidanceSections(visibleHostTools))!
 }
 
 /** `view` is what the child's tools and hooks see of it (the host's view, where there is one). */
-export function composeChild(spec: ChildSpec, env: AgentEnvironment, deploymentPersona: string | undefined, view: AgentView): ComposedChild {
+export function composeChild(spec: ChildSpec, env: AgentEnvironment, view: AgentView): ComposedChild {
   // A foreign parent's events need only a seq and a type (that is all a seed is checked for): the
   // child carries them as they are, unread.
   const seed = spec.seed.map(({ seq, type, data }) => ({ seq, type, data }) as SessionEvent)
   const agent = new AgentRuntime({ id: spec.id, options: spec.options, header: spec.header, seed, view }, { ...env, delegated: true })
-  for (const section of identitySections(spec, deploymentPersona)) agent.prompt.set(section)
+  for (const section of identitySections(spec)) agent.prompt.set(section)
   if (spec.toolFilter) agent.tools.restrict(spec.toolFilter)
   const structured = spec.outputSchema ? attachStructuredRuntime(agent, spec.outputSchema) : undefined
 

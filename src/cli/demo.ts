@@ -149,23 +149,7 @@ export async function runDemo(): Promise<void> {
   // The fork builds on the parent's conversation: the parent learns a fact first.
   parent.followup('Remember this: the project codename is Bluebird.')
   await parent.whenIdle()
-  const forkModel = new ScriptedModel([
-    { delayMs: 60, chunks: toolCallResponse('measure-1', 'measure', { text: 'What did my parent learn?' }) },
-    (request): StreamChunk[] => {
-      const seen = request.messages.some((m) => m.role === 'user' && m.content.some((b) => b.type === 'text' && b.text.includes('Bluebird')))
-      return textResponse(seen ? 'From the parent’s conversation: the codename is Bluebird.' : 'I was not told a codename.')
-    },
-  ])
-  // The risky children get a thread each (the default), so a crash or a kill touches no one else.
-  const guarded = createHost({ agentModule: MODULE, abortGraceMs: GRACE_MS, pool: { minThreads: 3, maxThreads: 3 } })
-  guarded.models.register('fork', forkModel)
-  const runaway = new ScriptedModel([toolCallResponse('measure-1', 'measure', { text: 'about to loop' }), toolCallResponse('loop-1', 'runaway', {})])
-  guarded.models.register('runaway', runaway)
-  guarded.models.register('crash', new ScriptedModel([
-    toolCallResponse('measure-1', 'measure', { text: 'about to crash' }),
-    toolCallResponse('crash-1', 'crash', {}),
-    { delayMs: 5_000, chunks: textResponse('unreachable') },
-  ]))
+  const { guarded, runaway } = guardedHost()
 
   const stopRunaway = new AbortController()
   const special: Array<[string, { signal?: AbortSignal; fork?: boolean }]> = [
@@ -188,14 +172,46 @@ export async function runDemo(): Promise<void> {
   await Promise.all([host.close(), guarded.close()])
   if (live) process.stderr.write('\r\u001b[K')
 
-  // The same document delegations inline, for the overhead figure (a runaway inline could not be stopped).
+  const inlineTime = await inlineDocumentsTime()
+  report(rows, { workerTime, inlineTime, totalTime: performance.now() - t0 })
+}
+
+/** The host of the risky children: a fork of the parent's conversation, a runaway and a crash. */
+function guardedHost(): { guarded: Host; runaway: ScriptedModel } {
+  const forkModel = new ScriptedModel([
+    { delayMs: 60, chunks: toolCallResponse('measure-1', 'measure', { text: 'What did my parent learn?' }) },
+    (request): StreamChunk[] => {
+      const seen = request.messages.some((m) => m.role === 'user' && m.content.some((b) => b.type === 'text' && b.text.includes('Bluebird')))
+      return textResponse(seen ? 'From the parent’s conversation: the codename is Bluebird.' : 'I was not told a codename.')
+    },
+  ])
+  // The risky children get a thread each (the default), so a crash or a kill touches no one else.
+  const guarded = createHost({ agentModule: MODULE, abortGraceMs: GRACE_MS, pool: { minThreads: 3, maxThreads: 3 } })
+  guarded.models.register('fork', forkModel)
+  const runaway = new ScriptedModel([toolCallResponse('measure-1', 'measure', { text: 'about to loop' }), toolCallResponse('loop-1', 'runaway', {})])
+  guarded.models.register('runaway', runaway)
+  guarded.models.register('crash', new ScriptedModel([
+    toolCallResponse('measure-1', 'measure', { text: 'about to crash' }),
+    toolCallResponse('crash-1', 'crash', {}),
+    { delayMs: 5_000, chunks: textResponse('unreachable') },
+  ]))
+  return { guarded, runaway }
+}
+
+/** The same document delegations inline, for the overhead figure (a runaway inline could not be stopped). */
+async function inlineDocumentsTime(): Promise<number> {
   const inlineRows: Row[] = []
   const inline = demoHost('inline')
   await warmUp(inline.host, inline.parent)
   await startDocuments(inline.host, inline.parent, inlineRows, () => {})
   await inline.host.close()
-  const inlineTime = Math.max(...inlineRows.map((r) => r.time ?? 0))
+  return Math.max(...inlineRows.map((r) => r.time ?? 0))
+}
 
+/** The table of children and the two timing lines. */
+function report(rows: readonly Row[], { workerTime, inlineTime, totalTime }: { workerTime: number; inlineTime: number; totalTime: number }): void {
+  const out = process.stdout
+  const style = styleFor(out)
   const stop = (reason: string) => (reason === 'completed' ? style.green(reason) : reason === 'aborted' ? style.yellow(reason) : style.red(reason))
   const body = rows.map((row) => {
     const result = row.result
@@ -210,5 +226,5 @@ export async function runDemo(): Promise<void> {
   })
   out.write(`${table(['child', 'thread', 'stop', 'structured result or diagnostic', 'time'], body, style)}\n\n`)
   out.write(`${style.bold('Isolation')}: ${DOCUMENTS} document delegations took ${ms(workerTime)} on four warm worker threads (six children a thread) and ${ms(inlineTime)} inline (worker/inline ${(workerTime / inlineTime).toFixed(2)}×).\n`)
-  out.write(`${style.dim(`The runaway was stopped ${GRACE_MS} ms after its cancel by terminating its thread; the crash took down only its own thread. Total ${ms(performance.now() - t0)}.`)}\n`)
+  out.write(`${style.dim(`The runaway was stopped ${GRACE_MS} ms after its cancel by terminating its thread; the crash took down only its own thread. Total ${ms(totalTime)}.`)}\n`)
 }

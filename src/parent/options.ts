@@ -68,10 +68,15 @@ export function checkAgentOptions(options: unknown, what: string): AgentOptions 
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', `${what} must be an object like { provider?, model?, maxTokens? }, not ${describe(options)}`)
   }
-  for (const [key, rule] of Object.entries(AGENT_OPTION_RULES)) {
-    const value = (options as Record<string, unknown>)[key]
+  return checkAgentOptionValues(options as Record<string, unknown>, () => what)
+}
+
+/** The same check of options merged from several sources (a child's): `whose` names where each key came from. */
+export function checkAgentOptionValues(options: Readonly<Record<string, unknown>>, whose: (key: keyof AgentOptions) => string): AgentOptions {
+  for (const [key, rule] of Object.entries(AGENT_OPTION_RULES) as Array<[keyof AgentOptions, AgentOptionRule]>) {
+    const value = options[key]
     if (value !== undefined && !rule.valid(value)) {
-      throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', rule.text ?? `${what}.${key} must be ${rule.expected}, not ${describe(value)}`)
+      throw subagentError('ERR_SUBAGENT_AGENT_OPTIONS', rule.text ?? `${whose(key)}.${key} must be ${rule.expected}, not ${describe(value)}`)
     }
   }
   return options as AgentOptions

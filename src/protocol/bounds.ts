@@ -35,30 +35,38 @@ const VALUE_BYTES = 16
  * string and key and the bytes of every buffer. The walk stops as soon as the estimate passes
  * `limit` (returning more than `limit`), so measuring costs at most `limit / VALUE_BYTES` steps,
  * however large the value. Maps and Sets count by their entries (a structured clone carries them).
+ * `omit`: a key of the value itself whose value counts as absent (the caller measures it apart).
+ * No closure and no copy: the host measures every message of every frame with it.
  */
-export function estimatedSize(value: unknown, limit: number): number {
+export function estimatedSize(value: unknown, limit: number, omit?: string): number {
   let size = VALUE_BYTES
   const pending: unknown[] = [value]
-  const add = (item: unknown): boolean => {
-    size += VALUE_BYTES
-    pending.push(item)
-    return size <= limit
-  }
+  let top = omit !== undefined
   while (pending.length > 0 && size <= limit) {
     const next = pending.pop()
     if (typeof next === 'string') size += next.length
     else if (typeof next !== 'object' || next === null) continue
     else if (ArrayBuffer.isView(next) || next instanceof ArrayBuffer) size += next.byteLength
     else if (Array.isArray(next) || next instanceof Set) {
-      for (const item of next) if (!add(item)) break
+      for (const item of next) {
+        size += VALUE_BYTES
+        if (size > limit) break
+        pending.push(item)
+      }
     } else if (next instanceof Map) {
-      for (const [key, item] of next) if (!add(key) || !add(item)) break
+      for (const entry of next as Map<unknown, unknown>) {
+        size += 2 * VALUE_BYTES
+        if (size > limit) break
+        pending.push(entry[0], entry[1])
+      }
     } else {
       for (const key in next) {
-        size += key.length
-        if (!add((next as Record<string, unknown>)[key])) break
+        size += key.length + VALUE_BYTES
+        if (size > limit) break
+        if (!top || key !== omit) pending.push((next as Record<string, unknown>)[key])
       }
     }
+    top = false
   }
   return size
 }

@@ -40,13 +40,11 @@ export const RunnerConfig = closed(
   {
     /** URL of the agent module every runner imports. */
     agentModule: string,
-    /** The deployment persona. */
-    persona: string,
     maxParallelToolCalls: { type: 'integer', minimum: 1 },
     /** The host's cooperative-cancel budget: a node, which stops its own threads, enforces it. */
     abortGraceMs: count,
   },
-  ['agentModule', 'persona', 'abortGraceMs'],
+  ['agentModule', 'abortGraceMs'],
 )
 export type RunnerConfig = Wire<typeof RunnerConfig>
 

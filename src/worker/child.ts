@@ -59,7 +59,7 @@ export class RunnerChild {
       const { spec } = create
       // Tools and hooks here see a plain view of the child, never the runtime itself.
       const view: AgentView = { id: spec.id, options: spec.options, session: { header: spec.header, events: [] } }
-      const composed = composeChild(spec, this.#environment(create, local), this.#host.config.persona, view)
+      const composed = composeChild(spec, this.#environment(create, local), view)
       view.session.events = composed.agent.session.events
       composed.agent.session.onAppend((event) => this.#record(event))
       this.#composed = composed

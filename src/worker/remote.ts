@@ -10,7 +10,9 @@ import { isToolErrorCode } from '../protocol/validators.js'
 export function remoteModel(rpc: RpcClient, provider: string): Model {
   return {
     async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
-      const { signal, ...data } = request
+      // The host serves the child's model with the system prompt it composed itself (host-calls.ts),
+      // whatever a runner sends: sending this one would cost both ends for nothing.
+      const { signal, system: _ignored, ...data } = request
       const queue: StreamChunk[] = []
       let wake: (() => void) | undefined
       let done = false

@@ -9,7 +9,7 @@ import { ScriptedModel, textResponse, toolCallResponse, type Host, type ScriptEn
 import { delegationTool, fromLanguageModel, jobTools, type StructuredOf } from 'subagent-worker/ai-sdk'
 import { TRANSPORTS } from '../support/harness.js'
 import { generate, lastToolOutput, VERSIONS, type Version } from './parents.js'
-import { closeHosts, mockModel, openHost, until } from './support.js'
+import { closeHosts, mockModel, openHost } from './support.js'
 
 afterAll(closeHosts)
 
@@ -133,7 +133,9 @@ describe.each(TRANSPORTS)('delegationTool [%s]', (transport) => {
     )
     expect(run.outcomes).toEqual([{ output: `started background subagent job ${jobId}` }, { output: `job ${jobId} completed:\nbackground answer` }])
     expect(host.jobs.get(jobId)).toMatchObject({ owner: 'ai-sdk-parent', status: 'completed' })
-    await until(() => host.agents.list().every((agent) => agent.session.header.origin !== 'subagent'))
+    // The job settles once its child was disposed: nothing of it is left in host.agents then.
+    await host.jobs.wait(jobId)
+    noChildren()
   })
 
   it('refuses a config it cannot serve, saying what to do', () => {

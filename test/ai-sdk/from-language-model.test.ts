@@ -7,8 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { defineTool, type Host, type SessionEvent } from 'subagent-worker'
 import { fromLanguageModel, type LanguageModelLike } from 'subagent-worker/ai-sdk'
+import { eventOf } from '../support/driver-helpers.js'
 import { TRANSPORTS } from '../support/harness.js'
-import { AI_SDK_MODULE, callsOf, closeHosts, mockModel, openHost, SPECS, until, type Part, type Spec, type StreamScript } from './support.js'
+import { AI_SDK_MODULE, callsOf, closeHosts, mockModel, openHost, SPECS, type Part, type Spec, type StreamScript } from './support.js'
 
 const add = defineTool<{ a: number; b: number }>({
   name: 'add',
@@ -127,26 +128,26 @@ describe.each(TRANSPORTS)('fromLanguageModel, registered on the host [%s]', (tra
     })
 
     it("cancellation: the parent's signal aborts the model's call and cancels its stream at once", async () => {
-      let cancelled = false
+      let cancel!: () => void
+      const cancelled = new Promise<number>((resolve) => (cancel = () => resolve(performance.now())))
       const hanging: StreamScript = async () => ({
         stream: new ReadableStream<Part>({
           start(controller) {
             controller.enqueue({ type: 'text-delta', id: 't', delta: 'partial' })
           },
           cancel() {
-            cancelled = true
+            cancel()
           },
         }),
       })
       const { model, parent } = fixture([hanging])
       const controller = new AbortController()
       const run = await host.spawn.start({ prompt: 'go', parent, signal: controller.signal })
-      await until(() => host.agents.get(run.id)?.session.events.some((e) => e.type === 'assistant/chunk') ?? false)
-      const cancelledAt = performance.now()
+      await eventOf(run, 'assistant/chunk')
+      const abortedAt = performance.now()
       controller.abort()
       const result = await run.result
-      await until(() => cancelled)
-      expect(performance.now() - cancelledAt).toBeLessThan(500)
+      expect((await cancelled) - abortedAt).toBeLessThan(500)
       expect(result).toMatchObject({ stopReason: 'aborted', output: [{ type: 'text', text: 'partial' }] })
       expect(result.diagnostic).toBeUndefined()
       expect(callsOf(model)[0]!.abortSignal!.aborted).toBe(true)

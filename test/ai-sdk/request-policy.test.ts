@@ -8,10 +8,11 @@
 import type { ServerResponse } from 'node:http'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Host } from 'subagent-worker'
+import type { Host, SubagentRun } from 'subagent-worker'
 import { fromLanguageModel, type FromLanguageModelOptions } from 'subagent-worker/ai-sdk'
 import { deadEndpoint, httpError, modelServer, sse, textChunk, type Handler } from '../support/model-server.js'
-import { closeHosts, openHost, until } from './support.js'
+import { eventOf } from '../support/driver-helpers.js'
+import { closeHosts, openHost } from './support.js'
 
 const servers: Array<{ close(): Promise<void> }> = []
 afterEach(async () => {
@@ -33,10 +34,10 @@ function hostFor(transport: 'inline' | 'worker', url: string, options?: FromLang
   return host
 }
 
-async function delegate(host: Host, onStart: (id: string) => void = () => {}) {
+async function delegate(host: Host, onStart: (run: SubagentRun) => void = () => {}) {
   const parent = host.createAgent({ options: { provider: 'local', model: 'm' } })
   const run = await host.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal })
-  onStart(run.id)
+  onStart(run)
   const result = await run.result
   await run.dispose()
   return result
@@ -96,9 +97,9 @@ describe.each(['inline', 'worker'] as const)('fromLanguageModel over HTTP [%s]',
     })
     const api = await serve([(_, __, res) => (sse(res, [textChunk('The answer is')], false), cut(res))])
     const host = hostFor(transport, api.url)
-    const result = await delegate(host, (id) => {
+    const result = await delegate(host, (run) => {
       void opened
-        .then(() => until(() => host.agents.get(id)?.session.events.some((e) => e.type === 'assistant/chunk') ?? false, 10_000))
+        .then(() => eventOf(run, 'assistant/chunk'))
         .then(() => open.socket!.destroy())
     })
     expect(result).toMatchObject({ stopReason: 'error', output: [{ type: 'text', text: 'The answer is' }] })

@@ -132,11 +132,3 @@ export async function closeHosts(): Promise<void> {
   await Promise.all(open.splice(0).map((host) => host.close()))
 }
 
-/** Waits for `predicate`, polling; fails after `ms` (by default generous: a loaded machine is slow, not stuck). */
-export async function until(predicate: () => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}

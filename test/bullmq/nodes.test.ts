@@ -8,7 +8,7 @@
  *
  * Skipped without a Redis (see test/support/redis.ts); with CI set, a missing Redis fails the run.
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { deserialize, serialize } from 'node:v8'
@@ -18,8 +18,11 @@ import { describe, it } from 'vitest'
 import { createHost, ScriptedModel, textOf, textResponse, toolCallResponse, type Host, type ModelRequest, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
 import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
+import { eventOf } from '../support/driver-helpers.js'
 import { BULLMQ } from '../support/harness.js'
+import { gate } from '../support/loop-helpers.js'
 import { startTestNode, type TestNode } from '../support/nodes.js'
+import { Watch } from '../support/watch.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const HOST_DIES = fileURLToPath(new URL('../fixtures/remote-host-dies.mjs', import.meta.url))
@@ -69,11 +72,13 @@ const PATIENT = { nodeSilenceMs: 30_000 }
 
 const freshQueue = () => `t-${randomBytes(4).toString('hex')}`
 
-/** A promise the test settles: what a scripted answer waits for instead of a time. */
-function gate(): { promise: Promise<void>; open(): void } {
-  let open = () => {}
-  const promise = new Promise<void>((resolve) => (open = resolve))
-  return { promise, open }
+/** Resolves once `child` printed `text` on stdout; rejects if it exits first. */
+function printed(child: ChildProcess, text: string): Promise<void> {
+  let said = ''
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()).includes(text) && resolve())
+    child.once('exit', (code, signal) => reject(new Error(`the process exited (${code ?? signal}) before printing ${text}: ${said}`)))
+  })
 }
 
 /** A model that has the child call the module tool `where`, holds it until `held` settles, then answers with the tool's result. */
@@ -86,12 +91,33 @@ function whereThenAnswer(held: Promise<void>): ScriptEntry {
   }
 }
 
-/** Polls for `condition`; the bound is generous (a loaded machine is slow, not stuck), the test's own timeout more so. */
-async function waitFor(condition: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await condition())) {
-    if (Date.now() > end) throw new Error('timed out waiting')
-    await new Promise((resolve) => setTimeout(resolve, 20))
+/** Resolves once `n` of `promises` have fulfilled. */
+function fulfilled(promises: Array<Promise<unknown>>, n: number): Promise<void> {
+  let count = 0
+  return new Promise((resolve) => {
+    for (const promise of promises) void promise.then(() => ++count === n && resolve(), () => {})
+  })
+}
+
+/**
+ * Resolves with the id of the job of the `nth` (default first) `event` BullMQ reports ('waiting':
+ * queued; 'removed') on the depth-1 queue of `queue`, counting only `jobId`'s if given. The
+ * queue's event stream is read from its start, so events that came before the call count.
+ */
+async function queueEvent(queue: string, event: 'waiting' | 'removed', which: { nth?: number; jobId?: string } = {}): Promise<string> {
+  const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
+  const events = new QueueEvents(depth1(queue), { connection, lastEventId: '0' })
+  let seen = 0
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      events.on(event, ({ jobId }: { jobId: string }) => {
+        if ((which.jobId === undefined || jobId === which.jobId) && ++seen === (which.nth ?? 1)) resolve(jobId)
+      })
+      events.on('error', reject)
+    })
+  } finally {
+    await events.close()
+    connection.disconnect()
   }
 }
 
@@ -133,6 +159,7 @@ const said = (type: string) => (message: { type: string }) => message.type === t
 /** Any Redis client posing as a node: it publishes frames in a node's envelope and hears what the host answers. */
 class FakeNode {
   readonly heard: Array<{ type: string }> = []
+  readonly #watch = new Watch()
   readonly #publisher = new Redis(REDIS)
   readonly #subscriber = new Redis(REDIS)
 
@@ -144,12 +171,18 @@ class FakeNode {
       const [, frame] = deserialize(bytes) as [string, Array<{ type: string; child?: string }>]
       for (const message of frame) {
         fake.heard.push(message)
+        fake.#watch.changed()
         const reply = answer(message)
         if (reply.length > 0) void fake.send(reply)
       }
     })
     await fake.#subscriber.subscribe(`${queue}:node:${id}`)
     return fake
+  }
+
+  /** Resolves once a message of one of `types` was heard, before the call or after. */
+  hears(...types: string[]): Promise<void> {
+    return this.#watch.until(`${types.join(' or ')} heard by ${this.id}`, () => this.heard.some((message) => types.includes(message.type)))
   }
 
   send(frame: unknown[]): Promise<number> {
@@ -174,9 +207,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const { host: h, parent } = my.host(queue, Array.from({ length: 20 }, () => whereThenAnswer(held.promise)), PATIENT)
     // Capacity: 2 nodes × 1 thread × 2 children. Six starts: four run, two wait in the queue.
     const starts = Array.from({ length: 6 }, () => h.spawn.start({ prompt: 'where are you?', parent }))
-    const started: unknown[] = []
-    for (const start of starts) void start.then((run) => started.push(run))
-    await waitFor(() => started.length === 4)
+    await fulfilled(starts, 4)
     expect(await waiting(queue)).toBe(2)
     held.open()
     const runs = await Promise.all(starts)
@@ -195,10 +226,12 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const first = await h.spawn.start({ prompt: 'hold', parent })
     const controller = new AbortController()
     const queued = h.spawn.start({ prompt: 'never runs', parent, signal: controller.signal })
-    await waitFor(async () => (await waiting(queue)) === 1)
+    // The first child's job was queued (and taken) before this one's.
+    const job = await queueEvent(queue, 'waiting', { nth: 2 })
     controller.abort({ kind: 'changed my mind' })
     await expect(queued).rejects.toThrow('aborted')
-    await waitFor(async () => (await waiting(queue)) === 0)
+    await queueEvent(queue, 'removed', { jobId: job })
+    expect(await waiting(queue)).toBe(0)
     const next = h.spawn.start({ prompt: 'next', parent })
     await first.dispose()
     const run = await next
@@ -214,7 +247,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const controller = new AbortController()
     const run = await h.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
     // The tool call is on the host (module code runs once the events before it are sent): the tool spins now.
-    await waitFor(() => (h.agents.get(run.id)?.session.events ?? []).some((event) => event.type === 'assistant/message'))
+    await eventOf(run, 'assistant/message')
     controller.abort()
     const result = await run.result
     await run.dispose()
@@ -241,7 +274,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const nodeSilenceMs = 5000
     const { host: h, parent } = my.host(queue, ['hang'], { nodeSilenceMs })
     const run = await h.spawn.start({ prompt: 'stream then wait', parent })
-    await waitFor(() => (h.agents.get(run.id)?.session.events ?? []).some((event) => event.type === 'assistant/chunk'))
+    await eventOf(run, 'assistant/chunk')
     const killedAt = performance.now()
     n.process.kill('SIGKILL')
     const result = await run.result
@@ -260,9 +293,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const queue = freshQueue()
     await my.node(queue, { childrenPerWorker: 1, extra: ['--host-silence-ms', '1000'] })
     const doomed = spawn(process.execPath, [HOST_DIES, REDIS, queue, FAULT_MODULE], { stdio: ['ignore', 'pipe', 'inherit'] })
-    let said = ''
-    doomed.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()))
-    await waitFor(() => said.includes('running'))
+    await printed(doomed, 'running')
     doomed.kill('SIGKILL')
     // The only slot is the dead host's child's until the node lets it go.
     const { host: h, parent } = my.host(queue, [textResponse('the slot is free')], PATIENT)
@@ -285,7 +316,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     expect(byText[0]).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'finished in time' }] })
     expect(byText[1]).toMatchObject({ stopReason: 'aborted', diagnostic: `node ${n.id} shut down before the child finished` })
     await Promise.all([finishing.dispose(), stuck.dispose()])
-    await waitFor(() => n.process.exitCode !== null)
+    await n.exited
     expect(n.process.exitCode).toBe(0)
   })
 
@@ -297,7 +328,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const { host: h, parent } = my.host(other, [textResponse('never')], PATIENT)
     const controller = new AbortController()
     const start = h.spawn.start({ prompt: 'anyone?', parent, signal: controller.signal })
-    await waitFor(async () => (await waiting(other)) === 1)
+    await queueEvent(other, 'waiting')
     // The node takes a job from its own queue after that one was queued: it is serving, and left the other alone.
     const { host: own, parent: mine } = my.host(served, [textResponse('served')], PATIENT)
     expect(await own.spawn.run({ prompt: 'yours', parent: mine })).toMatchObject({ stopReason: 'completed' })
@@ -326,7 +357,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const { host: h, model, parent } = my.host(queue, [toolCallResponse('w', 'where', {}), textResponse('done')], PATIENT)
     const start = h.spawn.start({ prompt: 'where are you?', parent, persona: 'the host persona', toolFilter: { allow: [] } })
     // No node serves the queue yet: the job waits, and a queue writer rewrites it.
-    await waitFor(async () => (await waiting(queue)) === 1)
+    await queueEvent(queue, 'waiting')
     const job = await waitingJob(queue)
     const writer = new Redis(REDIS)
     await writer.hset(`bull:${depth1(queue)}:${job.id}`, 'data', JSON.stringify({ ...job.data, create: serialize(forgedCreate(job.data.child)).toString('base64') }))
@@ -351,7 +382,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const { host: h, parent } = my.host(queue, [textResponse('served')], PATIENT)
     const controller = new AbortController()
     const start = h.spawn.start({ prompt: 'hi', parent, signal: controller.signal })
-    await waitFor(async () => (await waiting(queue)) === 1)
+    await queueEvent(queue, 'waiting')
     const job = await waitingJob(queue)
     const writer = new Redis(REDIS)
     await writer.hset(`bull:${depth1(queue)}:${job.id}`, 'data', JSON.stringify({ ...job.data, child: 42 }))
@@ -376,7 +407,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const queue = freshQueue()
     const { host: h, parent } = my.host(queue, [textResponse('from the real node')])
     const start = h.spawn.start({ prompt: 'hi', parent })
-    await waitFor(async () => (await waiting(queue)) === 1)
+    await queueEvent(queue, 'waiting')
     const { data } = await waitingJob(queue)
     // As the probe did: hello, created, and on publish an idle with a result of its own.
     const forger = await FakeNode.start(queue, data.host, 'forger', (message) => (message.type === 'publish' ? [{ type: 'idle', child: data.child, events: [{ seq: 0, type: 'assistant/message', data: { content: [{ type: 'text', text: 'forged' }] } }] }] : []))
@@ -385,8 +416,8 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await forger.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'created', child: data.child }])
     await guesser.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token: 'a-guessed-token' }])
     // The host answers each: the forger is given up on (bye), the guesser is refused the child (drop).
-    await waitFor(() => forger.heard.some(said('bye')) || forger.heard.some(said('publish')))
-    await waitFor(() => guesser.heard.some(said('drop')) || guesser.heard.some(said('bye')) || forger.heard.some(said('publish')))
+    await forger.hears('bye', 'publish')
+    await Promise.race([guesser.hears('drop', 'bye'), forger.hears('publish')])
     expect(forger.heard.some(said('publish'))).toBe(false)
     await my.node(queue)
     const run = await start
@@ -421,10 +452,10 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const node = await FakeNode.start(queue, data.host, 'holder')
     onTestFinished(() => (reader.close(), node.close()))
     await reader.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token }])
-    await waitFor(() => reader.heard.some(said('drop')) || reader.heard.some(said('create')))
+    await reader.hears('drop', 'create')
     expect(reader.heard.some(said('create'))).toBe(false)
     await node.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token }])
-    await waitFor(() => node.heard.some(said('create')) || node.heard.some(said('drop')))
+    await node.hears('create', 'drop')
     expect(node.heard.find(said('create'))).toMatchObject({ type: 'create', child: data.child, spec: { id: data.child } })
     controller.abort()
     await expect(start).rejects.toBeDefined()

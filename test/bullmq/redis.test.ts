@@ -6,12 +6,15 @@
  * without it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, ScriptedModel, textResponse, type Host, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport, startNode, type RedisConnection, type WorkerNode } from 'subagent-worker/bullmq'
 import { freePort } from '../support/redis.js'
 import { eventOf } from '../support/driver-helpers.js'
+import { Watch } from '../support/watch.js'
 
 const CONTRACT_MODULE = fileURLToPath(new URL('../fixtures/contract-module.mjs', import.meta.url))
 const HAVE_SERVER = spawnSync('redis-server', ['--version']).status === 0
@@ -49,6 +52,50 @@ async function stopServer(server: ChildProcess): Promise<void> {
   await exited
 }
 
+/** What the host's Redis connections call themselves (CLIENT SETNAME), so the test can tell them from the node's. */
+const HOST_NAME = 'test-host'
+
+/**
+ * Resolves once the host is back on the restarted Redis at `port`: both its connections (the
+ * publisher and the subscriber) named, and its channel subscribed again. MONITOR shows what
+ * comes after it starts; CLIENT LIST and PUBSUB, asked after that, what came before.
+ */
+async function hostBack(port: number): Promise<void> {
+  const named = new Set<string>()
+  let monitoring = false
+  let subscribed = false
+  const watch = new Watch()
+  // MONITOR on a plain socket: +OK, then a line `+<time> [<db> <addr>] "<command>" "<arg>"...` for each command Redis runs.
+  const monitor = connect(port, '127.0.0.1')
+  monitor.setEncoding('utf8')
+  let pending = ''
+  monitor.on('data', (chunk: string) => {
+    const lines = (pending + chunk).split('\r\n')
+    pending = lines.pop()!
+    for (const line of lines) {
+      if (line === '+OK') monitoring = true
+      const source = /^\+[\d.]+ \[\d+ (\S+)\]/.exec(line)?.[1]
+      if (source && line.toLowerCase().includes(`"client" "setname" "${HOST_NAME}"`)) named.add(source)
+      if (line.includes('"subscribe" "own:host:')) subscribed = true
+    }
+    watch.changed()
+  })
+  monitor.write('MONITOR\r\n')
+  const admin = new Redis(port)
+  try {
+    await watch.until('MONITOR to start', () => monitoring)
+    for (const line of String(await admin.client('LIST')).split('\n')) {
+      const addr = /\baddr=(\S+)/.exec(line)?.[1]
+      if (addr && line.includes(` name=${HOST_NAME} `)) named.add(addr)
+    }
+    if (((await admin.pubsub('CHANNELS', 'own:host:*')) as string[]).length > 0) subscribed = true
+    await watch.until('the host back on the restarted Redis', () => named.size >= 2 && subscribed)
+  } finally {
+    monitor.destroy()
+    admin.disconnect()
+  }
+}
+
 function hostOn(connection: RedisConnection, script: ScriptEntry[] = []) {
   const host = createHost({ transport: bullmqTransport({ connection, queue: 'own', redisTimeoutMs: 1000, nodeSilenceMs: 1000 }), agentModule: CONTRACT_MODULE })
   hosts.push(host)
@@ -63,7 +110,7 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     let server = await redisServer(port)
     const url = `redis://127.0.0.1:${port}`
     nodes.push(await startNode({ connection: url, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1, childrenPerWorker: 2 }, log: () => {} }))
-    const { host, parent } = hostOn(url, ['hang', textResponse('back again')])
+    const { host, parent } = hostOn({ host: '127.0.0.1', port, connectionName: HOST_NAME }, ['hang', textResponse('back again')])
     const run = await host.spawn.start({ prompt: 'wait', parent })
     // The child streamed its 'partial' and waits: it is running when Redis goes.
     await eventOf(run, 'assistant/chunk')
@@ -77,16 +124,9 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     await expect(host.spawn.start({ prompt: 'while down', parent })).rejects.toThrow(new RegExp(`on Redis at redis://127\\.0\\.0\\.1:${port} within 1000 ms \\(redisTimeoutMs\\)`))
 
     server = await redisServer(port)
-    // ioredis reconnects on its own, the node's BullMQ workers too: a start works once they have.
-    let answer: unknown
-    for (let tries = 0; answer === undefined; tries++) {
-      try {
-        answer = await host.spawn.run({ prompt: 'again', parent })
-      } catch (error) {
-        if (tries > 40) throw error
-        await new Promise((resolve) => setTimeout(resolve, 250))
-      }
-    }
+    // ioredis reconnects on its own: a start works once the host has (its job waits for the node's workers to be back).
+    await hostBack(port)
+    const answer = await host.spawn.run({ prompt: 'again', parent })
     expect(answer).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'back again' }] })
   })
 

@@ -11,17 +11,24 @@ import { fileURLToPath } from 'node:url'
 import { deserialize } from 'node:v8'
 import { Redis } from 'ioredis'
 import { describe, it } from 'vitest'
-import { createHost, ScriptedModel, textResponse, type Host, type ScriptEntry, type SessionEvent, type SubagentRun } from 'subagent-worker'
+import { createHost, ScriptedModel, textResponse, type Host, type ScriptEntry, type SubagentRun } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
+import { eventOf } from '../support/driver-helpers.js'
 import { BULLMQ } from '../support/harness.js'
 import { startTestNode, type TestNode } from '../support/nodes.js'
+import { Watch } from '../support/watch.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const REDIS = BULLMQ?.redis ?? ''
-/** Short, so that a held loop outlasts it by far; a node's default host silence (5 s) outlasts one hold. */
-const NODE_SILENCE_MS = 2000
+/**
+ * Short, so that a held loop outlasts it by far; long enough that a live node starved on a loaded
+ * machine still answers within it (2 s was not, at a load of 28 on two cores).
+ */
+const NODE_SILENCE_MS = 5000
 /** Longer than NODE_SILENCE_MS plus a heartbeat: a judge counting it against the node would give it up. */
-const HOLD_MS = 3000
+const HOLD_MS = 7000
+/** The node's own limit on its host's silence: past the hold, so the node does not let the held host go. */
+const HOST_SILENCE_MS = 30_000
 
 /** Blocks this (the host's) event loop, as a synchronous task on the host would. */
 function holdLoop(ms: number): void {
@@ -29,28 +36,59 @@ function holdLoop(ms: number): void {
   while (performance.now() < end);
 }
 
+/** What the test has seen pass between the host and `node`, in the order Redis delivered it. */
+interface Wire {
+  /** The number of the last ping the host sent the node (0 before the first). */
+  lastPing: number
+  /** Whether the node has said anything since that ping: any frame answers a ping, as the host reads it. */
+  answered: boolean
+}
+
 /**
- * Listens where the host talks to `node` on Redis, as any client may: `next()` resolves when the
- * host's next ping to it is out. A hold begun then comes before the poll phase that reads its pong.
+ * Listens on Redis, as any client may, to both directions between the host and `node` on one
+ * connection, so pings and the node's frames are seen in the order Redis published them. State,
+ * not a stream of events: a wait looks at what was already seen as well as what comes, so no ping
+ * that went out before the wait began is missed (the host sends the next ping only once the last
+ * is answered, so a missed one would be the last one).
  */
-async function pingsTo(queue: string, node: string) {
+async function wireTo(queue: string, node: string) {
   const client = new Redis(REDIS)
-  let seen: () => void = () => {}
+  const wire: Wire = { lastPing: 0, answered: false }
+  const watch = new Watch()
   client.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => {
-    const [, frame] = deserialize(bytes) as [string, Array<{ type?: unknown }>]
-    if (frame.some((message) => message.type === 'ping')) seen()
+    const [, frame] = deserialize(bytes) as [string, Array<{ type?: unknown; n?: unknown }>]
+    for (const message of frame) {
+      if (message.type === 'ping' && typeof message.n === 'number') Object.assign(wire, { lastPing: message.n, answered: false })
+    }
+    watch.changed()
+  })
+  client.on('pmessageBuffer', (_pattern: Buffer, _channel: Buffer, bytes: Buffer) => {
+    const [from] = deserialize(bytes) as [string]
+    if (from === node) wire.answered = true
+    watch.changed()
   })
   await client.subscribe(`${queue}:node:${node}`)
+  await client.psubscribe(`${queue}:host:*`)
   return {
-    next: () => new Promise<void>((resolve) => (seen = resolve)),
+    /**
+     * Resolves once `holds` is true of what was seen, now or after a later message, and still is
+     * when the caller goes on: a message read with the one that made it true may make it false.
+     */
+    async until(what: string, holds: (seen: Wire) => boolean): Promise<void> {
+      do await watch.until(what, () => holds(wire))
+      while (!holds(wire))
+    },
+    get lastPing() {
+      return wire.lastPing
+    },
     close: () => client.disconnect(),
   }
 }
 
-/** The first event of `type` the host records for `run`. */
-async function eventOf(run: SubagentRun, type: string): Promise<SessionEvent> {
-  for await (const event of run.events()) if (event.type === type) return event
-  throw new Error(`the child ended without a ${type} event`)
+/** `promise`, or a failure naming `what` if the child ends first (its node given up, say): no wait outlives the child. */
+function beforeEnd<T>(run: SubagentRun, what: string, promise: Promise<T>): Promise<T> {
+  const ended = run.result.then((result) => Promise.reject(new Error(`the child ended (${result.stopReason}: ${result.diagnostic ?? 'no diagnostic'}) while the test waited for ${what}`)))
+  return Promise.race([promise, ended])
 }
 
 describe.skipIf(!BULLMQ)('a node judged silent, or not', { timeout: 120_000 }, () => {
@@ -59,7 +97,7 @@ describe.skipIf(!BULLMQ)('a node judged silent, or not', { timeout: 120_000 }, (
 
   async function setUp(script: ScriptEntry[]) {
     const queue = `t-${randomBytes(4).toString('hex')}`
-    node = await startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 2 })
+    node = await startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 2, extra: ['--host-silence-ms', String(HOST_SILENCE_MS)] })
     host = createHost({ transport: bullmqTransport({ connection: REDIS, queue, nodeSilenceMs: NODE_SILENCE_MS }), agentModule: FAULT_MODULE })
     host.models.register('scripted', new ScriptedModel(script))
     const parent = host.createAgent({ options: { provider: 'scripted', model: 'm' } })
@@ -88,19 +126,24 @@ describe.skipIf(!BULLMQ)('a node judged silent, or not', { timeout: 120_000 }, (
       },
     ])
     const run = await h.spawn.start({ prompt: 'wait for the host', parent })
-    await modelAsked
-    const pings = await pingsTo(queue, n.id)
-    onTestFinished(() => pings.close())
-    // Each round, the node's pong to a ping comes in while the host's loop is held: the node is
-    // paused until the ping is out (so it cannot answer first), let go, and the host holds at once.
-    // The heartbeat after the hold fires before the poll phase that reads the pong.
+    await beforeEnd(run, "the child's model call", modelAsked)
+    const wire = await wireTo(queue, n.id)
+    onTestFinished(() => wire.close())
+    // Each round, the node's answer to a ping comes in while the host's loop is held: the node is
+    // paused (after answering the last ping, so the host is free to send the next) until a ping is
+    // out that it has not answered, let go, and the host holds at once. The heartbeat after the
+    // hold fires before the poll phase that reads the answer.
     for (let round = 0; round < 2; round++) {
+      await beforeEnd(run, `the node's answer before round ${round}`, wire.until(`answer from the node before round ${round}`, (seen) => seen.answered))
       n.process.kill('SIGSTOP')
-      await pings.next()
+      // The ping out when the node stopped counts if it was not answered by then: the host sends no other until it is.
+      await beforeEnd(run, `a ping to the stopped node in round ${round}`, wire.until(`unanswered ping to the stopped node in round ${round}`, (seen) => seen.lastPing > 0 && !seen.answered))
       n.process.kill('SIGCONT')
       holdLoop(HOLD_MS)
     }
-    await pings.next()
+    // A later ping: the host read the answer after the last hold and kept the node.
+    const held = wire.lastPing
+    await beforeEnd(run, 'a ping after the last hold', wire.until('ping after the last hold', (seen) => seen.lastPing > held))
     release()
     const result = await run.result
     expect(result.diagnostic).toBeUndefined()

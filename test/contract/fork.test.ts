@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createMemoryStore, refusalResponse, textResponse, type SessionEvent } from 'subagent-worker'
 import { closeHosts, eventsOf, setup, signal, TRANSPORTS, types } from '../support/harness.js'
-import { childEvents, childView, foreignParent, recordLifecycle, waitFor } from '../support/driver-helpers.js'
+import { childEvents, childView, foreignParent, recordLifecycle } from '../support/driver-helpers.js'
 
 afterEach(closeHosts)
 
@@ -50,7 +50,7 @@ describe.each(TRANSPORTS)('§5 fork [%s]', (transport) => {
     await fx.parent.whenIdle()
     const completed = structuredClone([...fx.parent.session.events])
     fx.parent.followup('in-flight turn')
-    await waitFor(() => fx.model.requests.length === 2, "the parent's second request")
+    await fx.model.requested(2)
     expect(fx.parent.session.events.length).toBeGreaterThan(completed.length)
 
     const run = await fx.host.fork.start({ prompt: 'child task', parent: fx.parent, signal: signal() })
@@ -85,7 +85,7 @@ describe.each(TRANSPORTS)('§5 fork [%s]', (transport) => {
   it('§5 before any completed turn the child starts fresh (parent in its first turn)', async () => {
     const fx = setup(transport, ['hang', textResponse('child answer')])
     fx.parent.followup('first turn, still running')
-    await waitFor(() => fx.model.requests.length === 1, "the parent's request")
+    await fx.model.requested(1)
     const run = await fx.host.fork.start({ prompt: 'child task', parent: fx.parent, signal: signal() })
     expect(childView(fx.host, run).session.header).not.toHaveProperty('seedLength')
     expect(await run.result).toEqual({ output: [{ type: 'text', text: 'child answer' }], usage: { inputTokens: 0, outputTokens: 3 }, totalUsage: { inputTokens: 0, outputTokens: 3 }, stopReason: 'completed' })
@@ -125,7 +125,7 @@ describe.each(TRANSPORTS)('§5 fork [%s]', (transport) => {
     const result = await run.result
     expect(result.stopReason).toBe('error')
     expect(result.output).toEqual([])
-    await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
+    await lifecycle.ended(1)
     expect(lifecycle.ends[0]!.lastAssistantMessage).toBeUndefined()
     await run.dispose()
   })
@@ -176,7 +176,7 @@ describe.each(TRANSPORTS)('§5 fork [%s]', (transport) => {
     await fx.parent.whenIdle()
     const seed = structuredClone([...fx.parent.session.events])
     const run = await fx.host.fork.start({ prompt: 'child task', parent: fx.parent, signal: signal() })
-    await waitFor(() => fx.model.requests.length === 2, "the child's request")
+    await fx.model.requested(2)
     fx.parent.followup('second')
     await fx.parent.whenIdle()
     await run.result

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { textResponse, type SubagentStartEvent } from 'subagent-worker'
 import { closeHosts, setup, signal, tick, TRANSPORTS } from '../support/harness.js'
-import { captureWarnings, recordLifecycle, rejectionOf, waitFor } from '../support/driver-helpers.js'
+import { captureWarnings, recordLifecycle, rejectionOf } from '../support/driver-helpers.js'
 
 afterEach(closeHosts)
 
@@ -29,7 +29,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const parent = fx.host.createAgent({ options: { provider: 'scripted' }, header: { delegationDepth: 2 } })
     const run = await fx.host.spawn.start({ prompt: 'hi', parent, signal: signal(), label: 'researcher' })
     await run.result
-    await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
+    await lifecycle.ended(1)
     expect(lifecycle.starts[0]).toMatchObject({ label: 'researcher', parentId: parent.id, depth: 3 })
     expect(lifecycle.ends[0]).toMatchObject({ label: 'researcher', parentId: parent.id, depth: 3 })
     await run.dispose()
@@ -52,7 +52,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const lifecycle = recordLifecycle(fx.host)
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
     await run.result
-    await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
+    await lifecycle.ended(1)
     expect(lifecycle.ends[0]).toEqual({
       runId: lifecycle.starts[0]!.runId,
       provider: 'spawn',
@@ -75,7 +75,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const lifecycle = recordLifecycle(fx.host)
     const run = await fx.host.fork.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
     await run.result
-    await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
+    await lifecycle.ended(1)
     expect(lifecycle.starts.map((e) => e.provider)).toEqual(['fork'])
     expect(lifecycle.ends.map((e) => e.provider)).toEqual(['fork'])
     await run.dispose()
@@ -90,7 +90,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const lifecycle = recordLifecycle(fx.host)
     const runs = await Promise.all(['a', 'b', 'c'].map((prompt) => fx.host.spawn.start({ prompt, parent: fx.parent, signal: signal() })))
     await Promise.all(runs.map((r) => r.result))
-    await waitFor(() => lifecycle.ends.length === 3, 'three subagent/end events')
+    await lifecycle.ended(3)
     await Promise.all(runs.map((r) => r.dispose()))
     const runIds = lifecycle.starts.map((e) => e.runId)
     expect(new Set(runIds).size).toBe(3)
@@ -109,10 +109,10 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const fx = setup(transport, ['hang'])
     const lifecycle = recordLifecycle(fx.host)
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-    await waitFor(() => fx.model.requests.length === 1, 'the model request')
+    await fx.model.requested(1)
     await run.dispose()
     expect((await run.result).stopReason).toBe('aborted')
-    await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
+    await lifecycle.ended(1)
     expect(lifecycle.ends[0]).toMatchObject({ runId: lifecycle.starts[0]!.runId, id: run.id, stopReason: 'aborted' })
   })
 
@@ -125,7 +125,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const lifecycle = recordLifecycle(fx.host)
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
     expect((await run.result).stopReason).toBe('error')
-    await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
+    await lifecycle.ended(1)
     // Not completed: the diagnostic comes along; nothing was streamed, so no lastAssistantMessage nor usage.
     expect(lifecycle.ends[0]).toEqual({
       runId: lifecycle.starts[0]!.runId,
@@ -148,7 +148,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const lifecycle = recordLifecycle(fx.host)
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
     await run.result
-    await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
+    await lifecycle.ended(1)
     expect(lifecycle.ends[0]).toMatchObject({ runId: lifecycle.starts[0]!.runId, id: run.id, stopReason: 'aborted' })
     await run.dispose()
   })
@@ -157,10 +157,10 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     const fx = setup(transport, ['hang'])
     const lifecycle = recordLifecycle(fx.host)
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-    await waitFor(() => fx.model.requests.length === 1, 'the model request')
+    await fx.model.requested(1)
     await fx.host.close()
     expect((await run.result).stopReason).toBe('aborted')
-    await waitFor(() => lifecycle.ends.length === 1, 'subagent/end')
+    await lifecycle.ended(1)
     expect(lifecycle.ends[0]).toMatchObject({ runId: lifecycle.starts[0]!.runId, stopReason: 'aborted' })
   })
 
@@ -213,7 +213,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       expect(after).toEqual([run.id])
       expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       await run.dispose()
-      await waitFor(() => capture.warnings.length >= 1, `a ${WARNING_CODE} warning`)
+      await capture.warned()
       expect(capture.warnings[0]!.message).toContain('observer bug at start')
     } finally {
       capture.stop()
@@ -232,8 +232,8 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       await expect(run.dispose()).resolves.toBeUndefined()
       expect(fx.host.agents.get(run.id)).toBeUndefined()
-      await waitFor(() => lifecycle.ends.length === 1, 'the other listener to get subagent/end')
-      await waitFor(() => capture.warnings.length >= 1, `a ${WARNING_CODE} warning`)
+      await lifecycle.ended(1)
+      await capture.warned()
       expect(capture.warnings[0]!.message).toContain('observer bug at end')
     } finally {
       capture.stop()
@@ -250,7 +250,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
       expect(await run.result).toEqual({ output: [{ type: 'text', text: 'unbroken' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       await run.dispose()
-      await waitFor(() => capture.warnings.length >= 1, `a ${WARNING_CODE} warning`)
+      await capture.warned()
       expect(capture.warnings[0]!.message).toContain('async observer bug')
     } finally {
       capture.stop()
@@ -267,7 +267,7 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
       const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
       expect((await run.result).stopReason).toBe('completed')
       await run.dispose()
-      await waitFor(() => capture.warnings.length >= 1, `a ${WARNING_CODE} warning`)
+      await capture.warned()
     } finally {
       capture.stop()
     }

@@ -16,12 +16,11 @@ import {
   InvalidOptionError,
   ScriptedModel,
   textResponse,
-  type Host,
   type StreamChunk,
-  type SubagentEndEvent,
 } from 'subagent-worker'
 import { closeHosts, setup, TRANSPORTS, type Fixture } from '../support/harness.js'
-import { lastTurnEnd, toolResults, waitFor } from '../support/loop-helpers.js'
+import { recordLifecycle } from '../support/driver-helpers.js'
+import { lastTurnEnd, toolResults } from '../support/loop-helpers.js'
 
 afterEach(closeHosts)
 
@@ -44,12 +43,6 @@ const noop = defineTool({ name: 'noop', description: 'does nothing', parameters:
 function withNoop(fixture: Fixture): Fixture {
   fixture.host.tools.register(noop)
   return fixture
-}
-
-function ends(host: Host): SubagentEndEvent[] {
-  const seen: SubagentEndEvent[] = []
-  host.on('subagent/end', (end) => seen.push(end))
-  return seen
 }
 
 describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
@@ -128,14 +121,14 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
       ]),
     )
     fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn', enableRunInBackground: false }))
-    const seen = ends(fixture.host)
+    const lifecycle = recordLifecycle(fixture.host)
     const limitsOf = new Map<string, unknown>()
     fixture.host.on('subagent/start', (start) => limitsOf.set(start.id, fixture.host.agents.get(start.id)?.session.header.limits))
     const result = await fixture.host.spawn.run({ prompt: 'delegate', parent: fixture.parent, limits: { maxTotalTokens: 100 } })
     expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
     expect(fixture.model.requests).toHaveLength(3)
-    await waitFor(() => seen.length === 2, 'both ends')
-    const grandchild = seen.find((end) => end.depth === 2)!
+    await lifecycle.ended(2)
+    const grandchild = lifecycle.ends.find((end) => end.depth === 2)!
     expect(grandchild).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
     // The grandchild asked for nothing and got what its parent had left after its first step.
     expect(limitsOf.get(grandchild.id)).toEqual({ maxTotalTokens: 90 })

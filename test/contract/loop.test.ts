@@ -15,7 +15,8 @@ import {
   type SubagentResult,
 } from 'subagent-worker'
 import { closeHosts, eventsOf, setup, shape, streamedRuns, tick, TRANSPORTS, types } from '../support/harness.js'
-import { echoTool, gatedTool, lastTurnEnd, runTopLevel, spawnChild, toolResults, turnEnds, waitFor } from '../support/loop-helpers.js'
+import { eventOf } from '../support/driver-helpers.js'
+import { echoTool, gate, gatedTool, lastTurnEnd, runTopLevel, spawnChild, toolResults, turnEnds } from '../support/loop-helpers.js'
 
 afterEach(closeHosts)
 
@@ -225,8 +226,8 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     const fixture = setup(transport, ['hang', textResponse('never requested')])
     const controller = new AbortController()
     const run = await fixture.host.spawn.start({ prompt: 'wait', parent: fixture.parent, signal: controller.signal })
-    await waitFor(() => fixture.model.requests.length === 1, 'the model request')
-    await waitFor(() => types(fixture.host.agents.get(run.id)!.session.events).includes('assistant/chunk'), 'the streamed partial text')
+    await fixture.model.requested(1)
+    await eventOf(run, 'assistant/chunk')
     expect(fixture.model.requests[0]!.signal.aborted).toBe(false)
     controller.abort('the caller’s own reason')
     const result = await run.result
@@ -243,7 +244,7 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
   it('cancelling a top-level agent aborts its model request’s signal with the given reason', async () => {
     const fixture = setup(transport, ['hang'])
     fixture.parent.followup('wait')
-    await waitFor(() => fixture.model.requests.length === 1, 'the model request')
+    await fixture.model.requested(1)
     fixture.parent.cancel({ kind: 'user-stop', note: 'enough' })
     await fixture.parent.whenIdle()
     const signal = fixture.model.requests[0]!.signal
@@ -253,7 +254,8 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
   })
 
   it('cancellation during a tool call ends the turn aborted with the reason and spends no further model request', async () => {
-    let toolSignal: AbortSignal | undefined
+    const called = gate()
+    const aborted = gate()
     const fixture = setup(transport, [toolCallResponse('w1', 'wait_for_abort', {}), textResponse('never requested')])
     fixture.host.tools.register(
       defineTool({
@@ -262,20 +264,20 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
         parameters: { type: 'object', properties: {} },
         execute: (_args, exec) =>
           new Promise((_, reject) => {
-            toolSignal = exec.signal
-            exec.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true })
+            called.open()
+            exec.signal.addEventListener('abort', () => (aborted.open(), reject(new Error('cancelled'))), { once: true })
           }),
       }),
     )
     const controller = new AbortController()
     const run = await fixture.host.spawn.start({ prompt: 'wait', parent: fixture.parent, signal: controller.signal })
-    await waitFor(() => toolSignal !== undefined, 'the tool call')
+    await called.promise
     controller.abort()
     const result = await run.result
     const events = fixture.host.agents.get(run.id)!.session.events
     expect(turnEnds(events)).toEqual([{ kind: 'aborted', reason: { kind: 'parent' } }])
     expect(types(events).at(-1)).toBe('turn/end')
-    await waitFor(() => toolSignal!.aborted, 'the tool’s signal to abort')
+    await aborted.promise
     expect(fixture.model.requests).toHaveLength(1)
     expect(result.stopReason).toBe('aborted')
   })
@@ -298,19 +300,19 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     fixture.host.tools.register(gated.tool)
     const run = await fixture.host.spawn.start({ prompt: 'go', parent: fixture.parent, signal: new AbortController().signal })
 
-    await waitFor(() => gated.state.started.length >= 2, 'two calls to start')
+    await gated.until('two calls to start', (state) => state.started.length >= 2)
     await tick(50) // a third call must not start while two are running
     expect(gated.state.started.length).toBe(2)
     expect([...gated.state.started].sort()).toEqual(['a', 'b'])
     // Finish them in an order unlike the model's: b first, a last.
     gated.release('b')
-    await waitFor(() => gated.state.started.length >= 3, 'a third call to start')
+    await gated.until('a third call to start', (state) => state.started.length >= 3)
     await tick(20)
     expect(gated.state.started.length).toBe(3)
     gated.release(gated.state.started[2]!)
-    await waitFor(() => gated.state.started.length === 4, 'the fourth call to start')
+    await gated.until('the fourth call to start', (state) => state.started.length >= 4)
     gated.release(gated.state.started[3]!)
-    await waitFor(() => gated.state.finished.length === 3, 'three calls to finish')
+    await gated.until('three calls to finish', (state) => state.finished.length >= 3)
     gated.release('a')
     const result = await run.result
     const events = fixture.host.agents.get(run.id)!.session.events

@@ -7,7 +7,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createMemoryStore, textResponse, toolCallResponse, type SessionStore, type StreamChunk } from 'subagent-worker'
 import { closeHosts, setup, TRANSPORTS } from '../support/harness.js'
-import { waitFor } from '../support/driver-helpers.js'
 
 afterEach(closeHosts)
 
@@ -45,7 +44,7 @@ describe.each(TRANSPORTS)('one-call forms [%s]', (transport) => {
     expect((await done.result).stopReason).toBe('completed')
     await done.dispose()
     const hanging = await fx.host.spawn.start({ prompt: 'two', parent: fx.parent })
-    await waitFor(() => fx.model.requests.length === 2, 'the second model request')
+    await fx.model.requested(2)
     await hanging.dispose()
     expect((await hanging.result).stopReason).toBe('aborted')
   })
@@ -53,7 +52,7 @@ describe.each(TRANSPORTS)('one-call forms [%s]', (transport) => {
   it('a run without a signal is cancelled by host.close()', async () => {
     const fx = setup(transport, ['hang'])
     const run = await fx.host.spawn.start({ prompt: 'wait', parent: fx.parent })
-    await waitFor(() => fx.model.requests.length === 1, 'the model request')
+    await fx.model.requested(1)
     await fx.host.close()
     expect((await run.result).stopReason).toBe('aborted')
   })
@@ -67,7 +66,7 @@ describe.each(TRANSPORTS)('one-call forms [%s]', (transport) => {
   it('a run is async-disposable: Symbol.asyncDispose is dispose()', async () => {
     const fx = setup(transport, ['hang'])
     const run = await fx.host.spawn.start({ prompt: 'wait', parent: fx.parent })
-    await waitFor(() => fx.model.requests.length === 1, 'the model request')
+    await fx.model.requested(1)
     await run[Symbol.asyncDispose]()
     expect((await run.result).stopReason).toBe('aborted')
     expect(fx.host.agents.get(run.id)).toBeUndefined()
@@ -111,7 +110,7 @@ describe.each(TRANSPORTS)('a top-level agent [%s]', (transport) => {
     const store = createMemoryStore()
     const fx = setup(transport, ['hang'], { store })
     fx.parent.followup('wait')
-    await waitFor(() => fx.model.requests.length === 1, 'the model request')
+    await fx.model.requested(1)
     await fx.parent.dispose()
     expect(fx.host.agents.get(fx.parent.id)).toBeUndefined()
     const stored = await store.read(fx.parent.id)

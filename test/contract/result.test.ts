@@ -12,7 +12,8 @@ import {
   type StreamChunk,
 } from 'subagent-worker'
 import { closeHosts, eventsOf, setup, signal, streamedRuns, TRANSPORTS, type Fixture } from '../support/harness.js'
-import { childEvents, waitFor } from '../support/driver-helpers.js'
+import { childEvents, eventsUntil } from '../support/driver-helpers.js'
+import { gate } from '../support/loop-helpers.js'
 
 afterEach(closeHosts)
 
@@ -130,7 +131,7 @@ describe.each(TRANSPORTS)('§3 output selection [%s]', (transport) => {
     const fx = setup(transport, [{ hangAfter: [{ type: 'text-delta', text: 'half ' }, { type: 'text-delta', text: 'done' }] }])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'go', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => streamedRuns(childEvents(fx.host, run)).join('') === 'half done', 'both streamed deltas')
+    await eventsUntil(run, 'both streamed deltas', (events) => streamedRuns(events).join('') === 'half done')
     controller.abort()
     expect(await run.result).toEqual({ output: [{ type: 'text', text: 'half done' }], stopReason: 'aborted' })
     await run.dispose()
@@ -205,7 +206,7 @@ describe.each(TRANSPORTS)('§3 stop reasons [%s]', (transport) => {
     const fx = setup(transport, ['hang'])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'go', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => fx.model.requests.length === 1, 'the model request')
+    await fx.model.requested(1)
     controller.abort()
     expect((await run.result).stopReason).toBe('aborted')
     await run.dispose()
@@ -213,21 +214,21 @@ describe.each(TRANSPORTS)('§3 stop reasons [%s]', (transport) => {
 
   it('§3 a cancelled run that did not complete reports aborted, even when the cancel lands in a tool call', async () => {
     const fx = setup(transport, [toolCallResponse('c1', 'stubborn', {})])
-    let started = false
+    const started = gate()
     fx.host.tools.register(
       defineTool({
         name: 'stubborn',
         description: 'ignores cancellation, then fails once it was cancelled',
         parameters: { type: 'object', properties: {} },
         execute: async (_args, exec) => {
-          started = true
+          started.open()
           await new Promise((resolve) => exec.signal.addEventListener('abort', resolve, { once: true }))
           throw new Error('late failure')
         },
       }),
     )
     const run = await fx.host.spawn.start({ prompt: 'go', parent: fx.parent, signal: signal() })
-    await waitFor(() => started, 'the tool to start')
+    await started.promise
     await run.dispose()
     expect((await run.result).stopReason).toBe('aborted')
   })

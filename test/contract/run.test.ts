@@ -12,7 +12,8 @@ import {
   type ScriptEntry,
 } from 'subagent-worker'
 import { closeHosts, eventsOf, setup, signal, TRANSPORTS, types } from '../support/harness.js'
-import { childEvents, childView, turnEnds, waitFor } from '../support/driver-helpers.js'
+import { childEvents, childView, eventOf, turnEnds } from '../support/driver-helpers.js'
+import { gate } from '../support/loop-helpers.js'
 
 afterEach(closeHosts)
 
@@ -120,7 +121,7 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     const fx = setup(transport, ['hang'])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => fx.model.requests.length === 1, 'the first model request')
+    await fx.model.requested(1)
     const request = fx.model.requests[0]!
     expect(request.signal.aborted).toBe(false)
     controller.abort()
@@ -134,7 +135,7 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     const fx = setup(transport, ['hang'])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => fx.model.requests.length === 1, 'the first model request')
+    await fx.model.requested(1)
     controller.abort()
     await run.result
     expect(turnEnds(childEvents(fx.host, run))).toEqual([{ kind: 'aborted', reason: { kind: 'parent' } }])
@@ -145,8 +146,8 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     const fx = setup(transport, ['hang'])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => fx.model.requests.length === 1, 'the first model request')
-    await waitFor(() => types(childEvents(fx.host, run)).includes('assistant/chunk'), 'the streamed partial text')
+    await fx.model.requested(1)
+    await eventOf(run, 'assistant/chunk')
     controller.abort()
     expect(await run.result).toEqual({ output: [{ type: 'text', text: 'partial' }], stopReason: 'aborted' })
     await run.dispose()
@@ -154,7 +155,7 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
 
   it("§2 an abort while a tool runs ends the turn aborted with reason { kind: 'parent' } and keeps the step's output", async () => {
     const fx = setup(transport, [toolCallResponse('c1', 'wait', {}, 'working on it'), textResponse('never')])
-    let started = false
+    const started = gate()
     fx.host.tools.register(
       defineTool({
         name: 'wait',
@@ -162,14 +163,14 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
         parameters: { type: 'object', properties: {} },
         execute: (_args, exec) =>
           new Promise((_, reject) => {
-            started = true
+            started.open()
             exec.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true })
           }),
       }),
     )
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => started, 'the tool to start')
+    await started.promise
     controller.abort()
     const result = await run.result
     expect(result.stopReason).toBe('aborted')
@@ -186,7 +187,7 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     const fx = setup(transport, ['hang'])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => fx.model.requests.length === 1, 'the first model request')
+    await fx.model.requested(1)
     const reason = new Error('caller-specific reason')
     controller.abort(reason)
     expect((await run.result).stopReason).toBe('aborted')
@@ -200,7 +201,7 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     const fx = setup(transport, ['hang'])
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => fx.model.requests.length === 1, 'the first model request')
+    await fx.model.requested(1)
     controller.abort()
     expect((await run.result).stopReason).toBe('aborted')
     expect(fx.model.requests[0]!.signal.reason).toEqual({ kind: 'parent' })
@@ -256,7 +257,7 @@ describe.each(TRANSPORTS)('§2 dispose [%s]', (transport) => {
   it('§2 disposing a running child settles its result aborted, and dispose() waits for the result', async () => {
     const fx = setup(transport, ['hang'])
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
-    await waitFor(() => fx.model.requests.length === 1, 'the first model request')
+    await fx.model.requested(1)
     let settled = false
     void run.result.then(() => (settled = true))
     await run.dispose()
@@ -288,7 +289,7 @@ describe.each(TRANSPORTS)('§2 dispose [%s]', (transport) => {
     const controller = new AbortController()
     const before = getEventListeners(controller.signal, 'abort').length
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    await waitFor(() => fx.model.requests.length === 1, 'the first model request')
+    await fx.model.requested(1)
     await run.dispose()
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(before)
     // aborting afterwards is harmless and does not touch the settled result
@@ -321,9 +322,9 @@ describe.each(TRANSPORTS)('§2 dispose [%s]', (transport) => {
   it('§2 disposing one child leaves a concurrent sibling running to completion', async () => {
     const fx = setup(transport, ['hang', { delayMs: 50, chunks: textResponse('sibling done') }])
     const first = await fx.host.spawn.start({ prompt: 'a', parent: fx.parent, signal: signal() })
-    await waitFor(() => fx.model.requests.length === 1, 'the first child request')
+    await fx.model.requested(1)
     const second = await fx.host.spawn.start({ prompt: 'b', parent: fx.parent, signal: signal() })
-    await waitFor(() => fx.model.requests.length === 2, 'the second child request')
+    await fx.model.requested(2)
     await first.dispose()
     expect((await first.result).stopReason).toBe('aborted')
     expect(await second.result).toEqual({ output: [{ type: 'text', text: 'sibling done' }], usage: { inputTokens: 0, outputTokens: 3 }, totalUsage: { inputTokens: 0, outputTokens: 3 }, stopReason: 'completed' })

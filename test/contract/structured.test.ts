@@ -17,7 +17,8 @@ import {
   type SubagentResult,
 } from 'subagent-worker'
 import { closeHosts, setup, signal, TRANSPORTS, types } from '../support/harness.js'
-import { echoTool, runTopLevel, spawnChild, toolResults, turnEnds, waitFor } from '../support/loop-helpers.js'
+import { eventOf } from '../support/driver-helpers.js'
+import { echoTool, runTopLevel, spawnChild, toolResults, turnEnds } from '../support/loop-helpers.js'
 
 afterEach(closeHosts)
 
@@ -300,7 +301,7 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
     const fixture = setup(transport, ['hang'])
     const controller = new AbortController()
     const run = await fixture.host.spawn.start({ prompt: 'wait', parent: fixture.parent, signal: controller.signal, outputSchema: SCHEMA })
-    await waitFor(() => types(fixture.host.agents.get(run.id)?.session.events ?? []).includes('assistant/chunk'), 'the streamed partial text')
+    await eventOf(run, 'assistant/chunk')
     controller.abort()
     const result = await run.result
     expect(result).not.toHaveProperty('structured')
@@ -310,7 +311,7 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
   it('a run disposed while running without a capture is aborted', async () => {
     const fixture = setup(transport, ['hang'])
     const run = await fixture.host.spawn.start({ prompt: 'wait', parent: fixture.parent, signal: signal(), outputSchema: SCHEMA })
-    await waitFor(() => fixture.model.requests.length === 1, 'the model request')
+    await fixture.model.requested(1)
     await run.dispose()
     const result = await run.result
     expect(result).not.toHaveProperty('structured')

@@ -6,9 +6,10 @@
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createSubagentTool, type ChildEndMessage, type StreamChunk, type SubagentEndEvent, type Usage } from 'subagent-worker'
+import { createSubagentTool, type ChildEndMessage, type StreamChunk, type Usage } from 'subagent-worker'
 import { closeHosts, setup, TRANSPORTS } from '../support/harness.js'
-import { waitFor } from '../support/loop-helpers.js'
+import { recordLifecycle } from '../support/driver-helpers.js'
+import { Watch } from '../support/watch.js'
 
 afterEach(closeHosts)
 
@@ -40,16 +41,17 @@ describe.each(TRANSPORTS)('§12 totalUsage [%s]', (transport) => {
   it('a three-level tree: own usage plus every descendant’s on the result, subagent/end and child:end', async () => {
     const fixture = setup(transport, SCRIPT)
     fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn', enableRunInBackground: false }))
-    const ends: SubagentEndEvent[] = []
-    fixture.host.on('subagent/end', (end) => ends.push(end))
+    const { ends, ended } = recordLifecycle(fixture.host)
     const published: ChildEndMessage[] = []
-    const onEnd = (message: unknown) => published.push(message as ChildEndMessage)
+    const watch = new Watch()
+    const onEnd = (message: unknown) => (published.push(message as ChildEndMessage), watch.changed())
     subscribe(CHILD_END, onEnd)
     try {
       const result = await fixture.host.spawn.run({ prompt: 'delegate twice down', parent: fixture.parent })
       expect(result).toEqual({ output: [{ type: 'text', text: 'top done' }], usage: OWN[1], totalUsage: TOTAL[1], stopReason: 'completed' })
       expect(fixture.model.requests).toHaveLength(5)
-      await waitFor(() => ends.length === 3 && published.length === 3, 'three ends')
+      await ended(3)
+      await watch.until('three child:end messages', () => published.length >= 3)
       for (const depth of [1, 2, 3]) {
         expect(ends.find((end) => end.depth === depth)).toMatchObject({ stopReason: 'completed', usage: OWN[depth], totalUsage: TOTAL[depth] })
         expect(published.find((end) => end.depth === depth)).toMatchObject({ stopReason: 'completed', usage: OWN[depth], totalUsage: TOTAL[depth] })

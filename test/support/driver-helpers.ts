@@ -6,25 +6,27 @@
 import { expect } from 'vitest'
 import type { AgentView, Host, SessionEvent, SessionStore, SubagentEndEvent, SubagentRun, SubagentStartEvent } from 'subagent-worker'
 import { tick, type Fixture } from './harness.js'
+import { Watch } from './watch.js'
 
 export const PRE_PUBLICATION = 'subagent request was aborted before child publication'
 export const MAX_DEPTH_MESSAGE = 'subagent maxDepth must be a non-negative safe integer'
 export const SUBAGENT_DEPTH_MESSAGE = 'agent subagentDepth must be a non-negative safe integer'
 export const SAFE_RANGE_MESSAGE = 'subagent child depth exceeds the safe-integer range'
 
-/** Polls until `predicate` holds; fails the test (never hangs) after `timeoutMs`. */
-export async function waitFor(predicate: () => boolean, what = 'condition', timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
-
 /** The first event of `type` the host records for `run`, already recorded or when it comes (run.events()). */
 export async function eventOf(run: SubagentRun, type: SessionEvent['type']): Promise<SessionEvent> {
   for await (const event of run.events()) if (event.type === type) return event
   throw new Error(`the child ended without a ${type} event`)
+}
+
+/** Resolves once the events the host recorded for `run` satisfy `holds` (run.events(), so ones recorded before the call count). */
+export async function eventsUntil(run: SubagentRun, what: string, holds: (events: readonly SessionEvent[]) => boolean): Promise<void> {
+  const seen: SessionEvent[] = []
+  for await (const event of run.events()) {
+    seen.push(event)
+    if (holds(seen)) return
+  }
+  throw new Error(`the child ended before ${what}`)
 }
 
 /** The rejection reason of `promise`; fails if it fulfils. */
@@ -37,15 +39,17 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
   throw new Error('expected the promise to reject, but it fulfilled')
 }
 
-/** Records every lifecycle event of a host, in emission order. */
+/** Records every lifecycle event of a host, in emission order; `ended(n)` resolves once `n` ends were recorded. */
 export function recordLifecycle(host: Host): {
   starts: SubagentStartEvent[]
   ends: SubagentEndEvent[]
   order: Array<['start' | 'end', string]>
+  ended(n: number): Promise<void>
 } {
   const starts: SubagentStartEvent[] = []
   const ends: SubagentEndEvent[] = []
   const order: Array<['start' | 'end', string]> = []
+  const watch = new Watch()
   host.on('subagent/start', (info) => {
     starts.push(info)
     order.push(['start', info.runId])
@@ -53,8 +57,9 @@ export function recordLifecycle(host: Host): {
   host.on('subagent/end', (info) => {
     ends.push(info)
     order.push(['end', info.runId])
+    watch.changed()
   })
-  return { starts, ends, order }
+  return { starts, ends, order, ended: (n) => watch.until(`${n} subagent/end events`, () => ends.length >= n) }
 }
 
 /** The host's copy of a published child's events (complete once its result settled). */
@@ -107,14 +112,17 @@ export function foreignParent(
   }
 }
 
-/** Collects process warnings with a given code while a test runs. */
-export function captureWarnings(code: string): { warnings: Error[]; stop(): void } {
+/** Collects process warnings with a given code while a test runs; `warned()` resolves once one was. */
+export function captureWarnings(code: string): { warnings: Error[]; warned(): Promise<void>; stop(): void } {
   const warnings: Error[] = []
+  const watch = new Watch()
   const listener = (warning: Error & { code?: string }) => {
-    if (warning.code === code) warnings.push(warning)
+    if (warning.code !== code) return
+    warnings.push(warning)
+    watch.changed()
   }
   process.on('warning', listener)
-  return { warnings, stop: () => void process.off('warning', listener) }
+  return { warnings, warned: () => watch.until(`a ${code} warning`, () => warnings.length > 0), stop: () => void process.off('warning', listener) }
 }
 
 /** Names of the tools a model request offered. */

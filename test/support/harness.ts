@@ -7,8 +7,9 @@
  */
 import { fileURLToPath } from 'node:url'
 import { inject } from 'vitest'
-import { createHost, ScriptedModel, type Host, type HostOptions, type ScriptEntry, type SessionEvent } from 'subagent-worker'
+import { createHost, ScriptedModel, type Host, type HostOptions, type ModelRequest, type ScriptEntry, type SessionEvent, type StreamChunk } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
+import { Watch } from './watch.js'
 
 export type TransportName = 'inline' | 'worker' | 'process' | 'bullmq'
 
@@ -24,10 +25,31 @@ export const POOLED = ['worker', 'process'] as const
 
 export const CONTRACT_MODULE = fileURLToPath(new URL('../fixtures/contract-module.mjs', import.meta.url))
 
+/** A ScriptedModel whose requests a test can wait for. */
+export class WatchedModel extends ScriptedModel {
+  readonly #watch = new Watch()
+
+  /** Resolves once the model has had `n` requests, before the call or after. */
+  requested(n: number): Promise<void> {
+    return this.#watch.until(`model request ${n}`, () => this.requests.length >= n)
+  }
+
+  override async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
+    const chunks = super.stream(request)
+    // The first step runs the script up to its first chunk, and records the request before that.
+    const first = chunks.next()
+    this.#watch.changed()
+    const step = await first
+    if (step.done) return
+    yield step.value
+    yield* chunks
+  }
+}
+
 export interface Fixture {
   host: Host
   /** The host-placed scripted model registered as provider "scripted". */
-  model: ScriptedModel
+  model: WatchedModel
   /** A top-level parent routed to the scripted model. */
   parent: ReturnType<Host['createAgent']>
 }
@@ -38,7 +60,7 @@ const open: Host[] = []
 export function setup(transport: TransportName, script: ScriptEntry[] = [], options: Omit<HostOptions, 'isolation'> = {}): Fixture {
   const host = createHost({ ...hostOptions(transport), agentModule: CONTRACT_MODULE, ...withoutPool(transport, options) })
   open.push(host)
-  const model = new ScriptedModel(script)
+  const model = new WatchedModel(script)
   host.models.register('scripted', model)
   const parent = host.createAgent({ options: { provider: 'scripted', model: 'scripted-1' } })
   return { host, model, parent }

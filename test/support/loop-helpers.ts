@@ -5,15 +5,7 @@
  */
 import { defineTool, type AgentView, type Host, type SessionEvent, type SubagentResult, type SubagentRun, type SubagentStartRequest } from 'subagent-worker'
 import { signal as freshSignal, type Fixture } from './harness.js'
-
-/** Polls until `condition` holds; fails with `what` after a generous timeout. */
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
+import { Watch } from './watch.js'
 
 export interface ChildOutcome {
   run: SubagentRun
@@ -98,6 +90,7 @@ export function gatedTool(name = 'gated') {
     return g
   }
   const state = { active: 0, peak: 0, started: [] as string[], finished: [] as string[] }
+  const watch = new Watch()
   const tool = defineTool({
     name,
     description: 'Waits until the test releases it.',
@@ -107,14 +100,22 @@ export function gatedTool(name = 'gated') {
       state.active++
       state.peak = Math.max(state.peak, state.active)
       state.started.push(tag)
+      watch.changed()
       try {
         await gateFor(tag).promise
       } finally {
         state.active--
         state.finished.push(tag)
+        watch.changed()
       }
       return `done:${tag}`
     },
   })
-  return { tool, state, release: (tag: string) => gateFor(tag).open() }
+  return {
+    tool,
+    state,
+    release: (tag: string) => gateFor(tag).open(),
+    /** Resolves once `holds` is true of the calls' state, now or after a call starts or finishes. */
+    until: (what: string, holds: (now: typeof state) => boolean) => watch.until(what, () => holds(state)),
+  }
 }

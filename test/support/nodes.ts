@@ -14,6 +14,8 @@ export const FIXTURE_MODULES = readdirSync(FIXTURES)
 export interface TestNode {
   readonly process: ChildProcess
   readonly id: string
+  /** Resolves once the node process exited. */
+  readonly exited: Promise<void>
   /** What the node printed so far (stdout and stderr). */
   output(): string
   /** SIGTERM, then SIGKILL if it is still there after `ms`; resolves once it exited. */
@@ -48,6 +50,7 @@ export function startTestNode(args: NodeArgs): Promise<TestNode> {
       resolve({
         process: child,
         id: match[1]!,
+        exited,
         output: () => output,
         async stop(ms = 5000) {
           if (child.exitCode !== null || child.signalCode !== null) return

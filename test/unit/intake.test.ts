@@ -28,6 +28,12 @@ describe('estimatedSize', () => {
     expect(estimatedSize(huge, 1000)).toBeLessThan(1100)
   })
 
+  it('leaves out the value of an omitted key of the value itself, counting the key as if the value were absent', () => {
+    const message = { type: 'events', child: 'c', events: [{ text: 'x'.repeat(1000) }] }
+    expect(estimatedSize(message, Infinity, 'events')).toBe(estimatedSize({ ...message, events: undefined }, Infinity))
+    expect(estimatedSize({ inner: { events: 'x'.repeat(1000) } }, Infinity, 'events')).toBe(estimatedSize({ inner: { events: 'x'.repeat(1000) } }, Infinity))
+  })
+
   it('counts what a structured clone carries that JSON would not: Map and Set entries, buffers', () => {
     expect(estimatedSize(new Map([['k', 'v'.repeat(100)]]), Infinity)).toBeGreaterThan(100)
     expect(estimatedSize(new Set(['s'.repeat(100)]), Infinity)).toBeGreaterThan(100)

@@ -105,7 +105,7 @@ describe('a child rebuilt from its session', () => {
   it('goes on with its open turn: the request is made again, its step count and description kept, the sequence contiguous', async () => {
     const seed = session([...start, { type: 'subagent/descriptor', data: { mode: 'one-shot', provider: 'spawn' } }, { type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: 'part' } } }, { type: 'child/moved', data: { reason: 'why' } }])
     const model = new ScriptedModel([textResponse('whole answer')])
-    const { agent } = composeChild(spec(seed), env(model), undefined, view)
+    const { agent } = composeChild(spec(seed), env(model), view)
     agent.resume(false)
     await agent.whenIdle()
     const events = agent.session.events
@@ -116,7 +116,7 @@ describe('a child rebuilt from its session', () => {
 
   it('keeps a structured value it had captured, and ends its turn with it', async () => {
     const seed = session([...start, message(call('s', 'structured_output', '{"n":1}')), result('s', 'structured_output')])
-    const { agent, structured } = composeChild(spec(seed, { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] }), env(new ScriptedModel([])), undefined, view)
+    const { agent, structured } = composeChild(spec(seed, { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] }), env(new ScriptedModel([])), view)
     expect(structured).toMatchObject({ captured: true, value: { n: 1 } })
     agent.resume(true)
     await agent.whenIdle()

@@ -1,20 +1,14 @@
 /**
- * The spawn and fork providers (CONTRACT.md §1): validation in the contract's order, the creation
- * transaction, publication, and the hand-off to a live run. Spawn and fork differ only in the seed.
+ * The spawn and fork providers (CONTRACT.md §1): the request checked once (request.ts), the
+ * child's spec, the creation transaction, publication, and the hand-off to a live run. Spawn and
+ * fork differ only in the seed.
  */
 import { randomUUID } from 'node:crypto'
 import type { ChildDescriptor, ChildSpec } from '../../agent/child.js'
-import { toContent } from '../../agent/loop.js'
-import { toJsonSchema } from '../../agent/tools/to-json-schema.js'
-import { checkToolFilter, type ToolFilter } from '../../agent/tools/tools.js'
-import type { AgentOptions, AgentView } from '../../agent/view.js'
+import type { AgentOptions } from '../../agent/view.js'
 import type { SessionEvent, SessionHeader } from '../../protocol/shapes/session.js'
-import type { ContentBlock } from '../../protocol/shapes/content.js'
-import { isContentBlock, isSessionEvent } from '../../protocol/validators.js'
 import { Budget } from './budget.js'
-import { checkMaxDepth, childDepthOf } from './depth.js'
-import { checkLimits, type ChildLimits } from './limits.js'
-import { checkAgentOptions, InvalidOptionError } from '../options.js'
+import type { ChildLimits } from './limits.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun } from './run.js'
 import type { SessionWriter } from './stores/store.js'
@@ -22,8 +16,9 @@ import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
 import { ContinuableChild, type ContinuableInit } from './continuable/continuable.js'
 import { ChildWatch, type Mirror } from './watch/watch.js'
 import { delegatingCallOf } from './delegating-call.js'
+import { abortedBeforePublication, startRequestOf, type StartRequest } from './request.js'
 import type { ContinuableRun, ContinuableStartRequest, HostProvider, SubagentResult, SubagentRun, SubagentStartRequest } from '../types.js'
-import { hostClosed, subagentError } from '../../protocol/errors.js'
+import { hostClosed } from '../../protocol/errors.js'
 
 /** What a provider needs from its host. */
 export interface ProviderHost {
@@ -48,12 +43,8 @@ export interface ProviderHost {
   readonly budgets: Map<string, Budget>
   /** The host's default limits for every child. */
   readonly limits: ChildLimits | undefined
-}
-
-const PRE_PUBLICATION_ABORT = 'subagent request was aborted before child publication'
-
-function abortedBeforePublication(signal: AbortSignal): Error {
-  return subagentError('ERR_SUBAGENT_ABORTED', PRE_PUBLICATION_ABORT, { cause: signal.reason })
+  /** The deployment persona, which a child without its own is given. */
+  readonly persona: string | undefined
 }
 
 export function createProvider(host: ProviderHost, name: 'spawn' | 'fork'): HostProvider {
@@ -118,9 +109,6 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
 
 /** A continuable child (CONTRACT.md §13): published with its first message in its inbox; the work is not waited for. */
 async function startContinuable(host: ProviderHost, provider: string, fork: boolean, request: ContinuableStartRequest): Promise<ContinuableRun> {
-  if (typeof request === 'object' && request !== null && (request as SubagentStartRequest).outputSchema !== undefined) {
-    throw subagentError('ERR_SUBAGENT_CONTINUABLE', 'a continuable child takes no outputSchema: each activation ends in text; use start() or run() for a structured result')
-  }
   const { started, handle, spec, mirror, childMirror, watch, writer, prompt, signal, budget, spent } = await publishChild(host, provider, fork, request, 'continuable')
   const child = new ContinuableChild(
     { started, handle, spec, mirror, childMirror, watch, writer, prompt, signal, budget, ...(spent ? { spent } : {}) },
@@ -130,84 +118,75 @@ async function startContinuable(host: ProviderHost, provider: string, fork: bool
   return child
 }
 
-/** Validation in the contract's order, composition, the creation transaction and publication (CONTRACT.md §1). */
-async function publishChild(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest, mode: Mode): Promise<Published> {
-  if (typeof request !== 'object' || request === null) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent start needs a request object')
-  if (request.signal !== undefined && !(request.signal instanceof AbortSignal)) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent request signal must be an AbortSignal when given')
-  // Without one the run is cancelled only by dispose() or host.close(): a signal of its own that never aborts.
-  const signal = request.signal ?? new AbortController().signal
-  // The contract's order: maxDepth, an aborted signal, depth, outputSchema, toolFilter.
-  const maxDepth = checkMaxDepth(request.maxDepth)
-  if (signal.aborted) throw abortedBeforePublication(signal)
-  const { parent } = request
-  checkParent(parent)
-  for (const key of ['label', 'persona'] as const) {
-    if (request[key] !== undefined && typeof request[key] !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', `subagent request ${key} must be a string`)
-  }
-  const requestedLimits = checkLimits(request.limits)
-  const childDepth = childDepthOf(parent, maxDepth)
-  const outputSchema = request.outputSchema === undefined ? undefined : toJsonSchema(request.outputSchema, { what: 'outputSchema' })
-  const prompt = promptOf(request.prompt)
-  const agentOptions = request.agentOptions === undefined ? {} : checkAgentOptions(request.agentOptions, 'agentOptions')
+/** The checked request (request.ts), the child's spec, the creation transaction and publication (CONTRACT.md §1). */
+async function publishChild(host: ProviderHost, provider: string, fork: boolean, given: SubagentStartRequest, mode: Mode): Promise<Published> {
+  const request = await startRequestOf(given, { mode, fork, persona: host.persona, ready: () => host.ready(), globalToolNames: () => host.globalToolNames() })
+  const parentBudget = host.budgets.get(request.parent.id)
+  const inherited = Budget.inherit(parentBudget, request.limits, host.limits)
+  const spec = specOf(randomUUID(), request, provider, inherited.limits)
+  // Known before the child is built: its host-placed models are metered by it from the first request.
+  const budget = new Budget(parentBudget, inherited.limits)
+  const built = await build(host, spec, request, budget)
+  const writer = host.publish(built.mirror)
+  built.connect(writer)
+  // One run, one child: the run is known by the child's id everywhere (events, tool values).
+  const { id, header } = spec
+  const started: SubagentStartEvent = { runId: id, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: request.parent.id, depth: request.depth }
+  host.lifecycle.emit('subagent/start', started)
+  built.watch.published(started)
+  const { handle, mirror, childMirror, watch } = built
+  const { prompt, signal, options } = request
+  return { started, handle, spec, mirror, childMirror, watch, writer, prompt, signal, options, seedLength: header.seedLength ?? 0, budget, ...(inherited.spent ? { spent: inherited.spent } : {}) }
+}
 
-  await host.ready()
-  if (signal.aborted) throw abortedBeforePublication(signal)
-  let toolFilter: ToolFilter | undefined
-  if (request.toolFilter !== undefined) toolFilter = checkToolFilter(request.toolFilter, host.globalToolNames())
-
-  const id = randomUUID()
-  const seed = fork ? forkSeed(parent) : []
-  const options: AgentOptions = {}
-  for (const key of ['provider', 'model', 'maxTokens'] as const) {
-    const value = agentOptions[key] ?? parent.options[key]
-    if (value !== undefined) (options as Record<string, unknown>)[key] = value
-  }
-  options.subagentDepth = childDepth
-  checkAgentOptions(options, "the child's options (inherited from the parent unless agentOptions overrides them)")
+/** What the child is, as its transport builds it: the header its session starts with, and the checked request's parts. */
+function specOf(id: string, request: StartRequest, provider: string, limits: ChildLimits): ChildSpec {
+  const { options, label, seed } = request
   const header: SessionHeader = {
     type: 'session',
     id,
     createdAt: new Date().toISOString(),
-    parentSession: parent.id,
+    parentSession: request.parent.id,
     origin: 'subagent',
-    delegationDepth: childDepth,
+    delegationDepth: request.depth,
     ...(options.provider === undefined ? {} : { provider: options.provider }),
     ...(options.model === undefined ? {} : { model: options.model }),
-    ...(request.label === undefined ? {} : { label: request.label }),
-    providerKind: fork ? 'fork' : 'spawn',
+    ...(label === undefined ? {} : { label }),
+    providerKind: request.fork ? 'fork' : 'spawn',
   }
-  const { cwd } = parent.session.header
-  if (cwd !== undefined) {
-    if (typeof cwd !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent parent session.header.cwd must be a string')
-    header.cwd = cwd
-  }
+  if (request.cwd !== undefined) header.cwd = request.cwd
   if (seed.length > 0) header.seedLength = seed.length
-  const parentBudget = host.budgets.get(parent.id)
-  const inherited = Budget.inherit(parentBudget, requestedLimits, host.limits)
-  if (Object.keys(inherited.limits).length > 0) header.limits = inherited.limits
-  const spec: ChildSpec = {
-    id,
-    header,
-    options,
-    seed,
-    descriptor: request.label === undefined ? { mode, provider } : { mode, provider, label: request.label },
-  }
+  if (Object.keys(limits).length > 0) header.limits = limits
+  const { mode } = request
+  const spec: ChildSpec = { id, header, options, seed, descriptor: label === undefined ? { mode, provider } : { mode, provider, label } }
   if (request.persona !== undefined) spec.persona = request.persona
-  if (toolFilter) spec.toolFilter = toolFilter
-  if (outputSchema !== undefined) spec.outputSchema = outputSchema
+  if (request.toolFilter) spec.toolFilter = request.toolFilter
+  if (request.outputSchema !== undefined) spec.outputSchema = request.outputSchema
+  return spec
+}
 
-  // The creation transaction: build the child unpublished; on abort or failure, roll back.
+/** A child built, unpublished: `connect` gives it the store's writer once it is published. */
+interface Built {
+  handle: ChildHandle
+  mirror: Mirror
+  childMirror: ChildMirror
+  watch: ChildWatch
+  connect(writer: SessionWriter): void
+}
+
+/** The creation transaction: builds the child unpublished; on abort or failure, rolls back. */
+async function build(host: ProviderHost, spec: ChildSpec, request: StartRequest, budget: Budget): Promise<Built> {
+  const { id } = spec
+  const { signal } = request
   // The mirror shares the seed's (immutable) events but not the array the child appends to.
-  const mirror: Mirror = { id, options, session: { header, events: [...seed] } }
+  const mirror: Mirror = { id, options: spec.options, session: { header: spec.header, events: [...request.seed] } }
   let writer: SessionWriter | undefined
-  // Known before the child is built: its host-placed models are metered by it from the first request.
-  const budget = new Budget(parentBudget, inherited.limits)
   host.budgets.set(id, budget)
   const dropBudget = () => {
     budget.end()
     host.budgets.delete(id)
   }
-  const parentCallId = delegatingCallOf(parent.id)
+  const parentCallId = delegatingCallOf(request.parent.id)
   const watch = new ChildWatch({ mirror, lifecycle: host.lifecycle, transport: host.transportName, ...(parentCallId === undefined ? {} : { parentCallId }) })
   const childMirror: ChildMirror = {
     view: mirror,
@@ -232,53 +211,5 @@ async function publishChild(host: ProviderHost, provider: string, fork: boolean,
     await handle.rollback()
     throw signal.aborted ? abortedBeforePublication(signal) : hostClosed('start more subagents')
   }
-
-  writer = host.publish(mirror)
-  // One run, one child: the run is known by the child's id everywhere (events, tool values).
-  const runId = id
-  const started: SubagentStartEvent = { runId, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: parent.id, depth: childDepth }
-  host.lifecycle.emit('subagent/start', started)
-  watch.published(started)
-  return { started, handle, spec, mirror, childMirror, watch, writer, prompt, signal, options, seedLength: seed.length, budget, ...(inherited.spent ? { spent: inherited.spent } : {}) }
-}
-
-/** The child's first message: anything but a string or content blocks is refused naming `prompt`. */
-function promptOf(prompt: unknown): ContentBlock[] {
-  if (typeof prompt === 'string' || (Array.isArray(prompt) && prompt.every((block) => isContentBlock(block)))) return toContent(prompt)
-  throw new InvalidOptionError('prompt', prompt, 'a string or an array of content blocks ({ type: "text", text } or { type: "tool-call", id, name, arguments })')
-}
-
-function checkParent(parent: unknown): asserts parent is AgentView {
-  const problem = (() => {
-    if (typeof parent !== 'object' || parent === null) return 'it is not an object'
-    const p = parent as Partial<AgentView>
-    if (typeof p.id !== 'string' || p.id === '') return 'id must be a non-empty string'
-    if (typeof p.options !== 'object' || p.options === null) return 'options must be an object'
-    if (typeof p.session !== 'object' || p.session === null) return 'session must be an object'
-    if (typeof p.session.header !== 'object' || p.session.header === null) return 'session.header must be an object'
-    if (!Array.isArray(p.session.events)) return 'session.events must be an array'
-    return undefined
-  })()
-  if (problem) throw subagentError('ERR_SUBAGENT_REQUEST', `subagent parent must look like { id, options, session: { header, events } }: ${problem}`)
-}
-
-/** The parent's events up to and including its last `turn/end`; the in-flight turn is never copied. */
-function forkSeed(parent: AgentView): SessionEvent[] {
-  const { events } = parent.session
-  let end = -1
-  for (let i = events.length - 1; i >= 0; i--) {
-    if (events[i]?.type === 'turn/end') {
-      end = i
-      break
-    }
-  }
-  const seed = events.slice(0, end + 1)
-  for (const [index, event] of seed.entries()) {
-    if (!isSessionEvent(event)) throw subagentError('ERR_SUBAGENT_REQUEST', `parent session event ${index} is malformed: it needs a numeric seq and a string type`)
-  }
-  try {
-    return structuredClone(seed)
-  } catch (error) {
-    throw subagentError('ERR_SUBAGENT_REQUEST', `parent session events must be plain data to be forked: ${(error as Error).message}`)
-  }
+  return { handle, mirror, childMirror, watch, connect: (published) => void (writer = published) }
 }

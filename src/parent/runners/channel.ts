@@ -8,6 +8,21 @@
  * alone, to blame the child it is about. A message may address only the children placed on this
  * runner: anything else means the runner cannot be trusted, and it is stopped. Frames enter
  * through a bounded intake (intake.ts), so what one runner sends cannot hold the host's loop.
+ *
+ * One explicit state machine, one way out: whatever ends the runner (it exited, the host stopped
+ * it, a node link was given up) goes through `end`, once, which ends every child still on it.
+ * `ready` repeats (a runner may say it again); a node never says it, and stays `greeted`.
+ *
+ *   opening ──hello──▶ greeted ──ready──▶ ready
+ *      │                  │                 │
+ *      └──────────────────┼─────────────────┘
+ *          protocol error │ the runner is gone
+ *            ┌────────────┴────────────┐
+ *            ▼                         ▼
+ *        distrusted ──runner gone──▶ ended
+ *
+ * A hello in another version, a `fatal`, a child's fault or silence make the owner stop the
+ * runner (`kill`) in whatever phase it is: its end follows.
  */
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../../protocol/messages.js'
 import { fromWireError } from '../../protocol/shapes/error.js'
@@ -69,6 +84,12 @@ export interface Culprit {
   fault: Fault
 }
 
+/**
+ * Where the channel is (see the diagram above). The last two remember whether the runner had said
+ * hello: a runner that died before it did would not start either if tried again.
+ */
+type Phase = { name: 'opening' | 'greeted' | 'ready' } | { name: 'distrusted' | 'ended'; greeted: boolean }
+
 export class RunnerChannel {
   readonly kind: RunnerKind
   readonly label: string
@@ -79,14 +100,9 @@ export class RunnerChannel {
   readonly #children = new Map<string, ChannelChild>()
   /** Children told to drop, whose runner has not confirmed yet: their late messages are expected. */
   readonly #dropping = new Set<string>()
-  /** The runner said hello in a version this host speaks. */
-  #greeted = false
-  /** The runner loaded its agent module and answers promptly from now on. */
-  #ready = false
+  #phase: Phase = { name: 'opening' }
+  /** The module hooks the runner said it has with its `ready`: a child reads them even after its runner ended. */
   #hooks: RunnerHooks
-  /** The runner broke the protocol: nothing more it sends is read. */
-  #distrusted = false
-  #ended = false
   /** When the unanswered ping was sent, by its judge's clock, if one is. */
   #pinged: Mark | undefined
   #pings = 0
@@ -119,7 +135,8 @@ export class RunnerChannel {
 
   /** Whether the runner ever answered: one that dies before that will not start either if tried again. */
   get greeted(): boolean {
-    return this.#greeted
+    const phase = this.#phase
+    return 'greeted' in phase ? phase.greeted : phase.name !== 'opening'
   }
 
   /** Children holding a slot on this runner. */
@@ -129,7 +146,7 @@ export class RunnerChannel {
 
   /** Whether the runner's silence means it is stuck: it is ready, and no child of it is running. */
   get judgeable(): boolean {
-    if (!this.#ready) return false
+    if (this.#phase.name !== 'ready') return false
     for (const child of this.#children.values()) if (child.busy) return false
     return true
   }
@@ -150,7 +167,7 @@ export class RunnerChannel {
 
   /** Pings the runner, unless a ping is outstanding: `at` is now, by the judge that will judge the answer. */
   ping(at: Mark): void {
-    if (this.#pinged !== undefined || this.#ended) return
+    if (this.#pinged !== undefined || this.#phase.name === 'ended') return
     this.#pinged = at
     this.outbox.push({ type: 'ping', n: ++this.#pings })
   }
@@ -161,7 +178,7 @@ export class RunnerChannel {
   }
 
   send(message: HostMessage): void {
-    if (!this.#ended) this.outbox.push(message)
+    if (this.#phase.name !== 'ended') this.outbox.push(message)
   }
 
   /** A child left; `drop`: the runner still holds it and must be told to let it go. */
@@ -169,7 +186,7 @@ export class RunnerChannel {
     if (this.#children.get(child.id) !== child) return
     this.#children.delete(child.id)
     if (this.#children.size === 0) this.#idleSince = performance.now()
-    if (drop && !this.#ended) {
+    if (drop && this.#phase.name !== 'ended') {
       this.#dropping.add(child.id)
       this.outbox.push({ type: 'drop', child: child.id })
     }
@@ -181,15 +198,15 @@ export class RunnerChannel {
   }
 
   receive(frame: unknown): void {
-    if (this.#ended || this.#distrusted) return
+    if (!this.#reading) return
     this.#pinged = undefined
     this.#intake.accept(frame)
   }
 
   /** The runner broke the protocol in a way no single child accounts for: it cannot be trusted. */
   violation(what: string): void {
-    if (this.#distrusted) return
-    this.#distrusted = true
+    if (this.#phase.name === 'distrusted' || this.#phase.name === 'ended') return
+    this.#phase = { name: 'distrusted', greeted: this.greeted }
     this.#intake.close()
     this.#options.discard?.()
     this.kill({ stopReason: 'error', diagnostic: `protocol error: the ${this.label} sent ${what}, so it was stopped` })
@@ -197,14 +214,14 @@ export class RunnerChannel {
 
   /** One frame, in its turn: checked whole, and only when that fails message by message. */
   #read(frame: unknown): void {
-    if (this.#ended || this.#distrusted) return
+    if (!this.#reading) return
     if (isRunnerFrame(frame)) {
-      for (const message of frame) if (!this.#ended && !this.#distrusted) this.#dispatch(message)
+      for (const message of frame) if (this.#reading) this.#dispatch(message)
       return
     }
     if (!Array.isArray(frame) || frame.length === 0) return this.violation(`a malformed frame ${describeShape(frame)}`)
     for (const message of frame as unknown[]) {
-      if (this.#ended || this.#distrusted) return
+      if (!this.#reading) return
       if (isRunnerMessage(message)) {
         this.#dispatch(message)
         continue
@@ -222,10 +239,11 @@ export class RunnerChannel {
    * because the host closed or distrusted it; and how much of what it sent the host has read.
    */
   end(fault: Fault, culprit?: Culprit, movable?: Mobility): void {
-    if (this.#ended) return
-    if (!this.#distrusted) this.#intake.drain()
+    if (this.#phase.name === 'ended') return
+    // What a runner sent before it went comes before its end, unless it broke the protocol.
+    if (this.#reading) this.#intake.drain()
     this.#intake.close()
-    this.#ended = true
+    this.#phase = { name: 'ended', greeted: this.greeted }
     this.outbox.close()
     const children = [...this.#children.values()]
     // A runner that went of itself with one child on it was taken down by that child (a timer
@@ -239,6 +257,11 @@ export class RunnerChannel {
     this.#dropping.clear()
   }
 
+  /** Whether what the runner sends is still read: it is neither distrusted nor gone. */
+  get #reading(): boolean {
+    return this.#phase.name !== 'distrusted' && this.#phase.name !== 'ended'
+  }
+
   #dispatch(message: RunnerMessage): void {
     switch (message.type) {
       case 'hello':
@@ -248,14 +271,16 @@ export class RunnerChannel {
             diagnostic: versionMismatchText(`the ${this.label}`, message.v, 'this host', PROTOCOL_VERSION),
           })
         }
-        this.#greeted = true
+        // A node that let go of this host and links to it again (for another child) says hello anew.
+        if (this.#phase.name === 'opening') this.#phase = { name: 'greeted' }
         return
       case 'fatal':
         return this.kill({ stopReason: 'error', diagnostic: `the ${this.label} gave up on its channel: ${message.error.message}` })
       case 'crashed':
         return this.#options.crashed(fromWireError(message.error))
       case 'ready':
-        this.#ready = true
+        if (this.#phase.name === 'opening') return this.violation(`a 'ready' before its 'hello'`)
+        this.#phase = { name: 'ready' }
         if (message.hooks) this.#hooks = new Set(message.hooks)
         return
       case 'pong':

@@ -27,8 +27,6 @@ export interface CallingChild {
   spec: ChildSpec
   /** The host models and tools registered when the child was created. */
   placement: Placement
-  /** The deployment persona, which a child without its own is given. */
-  persona: string | undefined
   /** Its host calls, which outlive the runner it runs on (a moved child's tool is not run twice). */
   ledger: CallLedger
 }
@@ -40,7 +38,7 @@ export function hostCalls(child: CallingChild): RpcHandlers {
     const tool = placement.tools.get(name)
     return tool && (!allow || allow.includes(name)) && !deny?.includes(name) ? tool : undefined
   }
-  const system = childSystemPrompt(spec, child.persona, [...placement.tools.keys()].flatMap((name) => visible(name) ?? []))
+  const system = childSystemPrompt(spec, [...placement.tools.keys()].flatMap((name) => visible(name) ?? []))
   return {
     async model({ provider, request }, { signal, emit }) {
       if (provider !== spec.options.provider) {

@@ -6,16 +6,14 @@ import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
 export class InlineTransport implements ChildTransport {
   readonly local = true
   readonly #env: () => AgentEnvironment
-  readonly #persona: string | undefined
 
   /** `env` gives each child the host's models and tools as they are at its creation. */
-  constructor(env: () => AgentEnvironment, persona: string | undefined) {
+  constructor(env: () => AgentEnvironment) {
     this.#env = env
-    this.#persona = persona
   }
 
   async create(spec: ChildSpec, mirror: ChildMirror): Promise<ChildHandle> {
-    const { agent, structured } = composeChild(spec, this.#env(), this.#persona, mirror.view)
+    const { agent, structured } = composeChild(spec, this.#env(), mirror.view)
     agent.session.onAppend((event) => mirror.append(event))
     return {
       async rollback() {

@@ -118,7 +118,7 @@ function refusal(frame: unknown): string | undefined {
       left -= size
       if (left < 0) return `a frame larger than ${frameBytes} bytes`
     }
-    left -= estimatedSize(events.length > 0 ? { ...(message as object), events: undefined } : message, left)
+    left -= estimatedSize(message, left, events.length > 0 ? 'events' : undefined)
     if (left < 0) return `a frame larger than ${frameBytes} bytes`
   }
   return undefined

@@ -26,7 +26,7 @@ export const ChildSpec = closed(
     options: AgentOptions,
     /** The fork seed (empty for spawn). */
     seed: arrayOf(SessionEvent),
-    /** Shadows the deployment persona for this child only. */
+    /** Who the child is told it is: its own persona, else the deployment's (the host resolves which). */
     persona: string,
     toolFilter: ToolFilter,
     outputSchema: object,

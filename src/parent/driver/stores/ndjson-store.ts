@@ -20,58 +20,33 @@ import { subagentError } from '../../../protocol/errors.js'
 
 const TAIL_CHUNK = 64 * 1024
 
+const lines = (items: readonly unknown[]) => items.map((item) => `${JSON.stringify(item)}\n`).join('')
+
 export function createNdjsonStore(dir: string): SessionStore {
   if (typeof dir !== 'string' || dir === '') throw subagentError('ERR_SUBAGENT_DEFINITION', 'createNdjsonStore needs a directory path')
   // As every other path option: a relative one would name another folder from another working directory.
   if (!isAbsolute(dir)) throw new InvalidOptionError('createNdjsonStore dir', dir, 'an absolute path (path.resolve(dir) if it is meant from the working directory)')
   const ready = mkdir(dir, { recursive: true })
-  const token = randomUUID()
   const file = (id: string) => join(dir, `${checkSessionId(id)}.jsonl`)
-  const lines = (items: readonly unknown[]) => items.map((item) => `${JSON.stringify(item)}\n`).join('')
-  /** Sessions this store holds the lock of. */
-  const owned = new Set<string>()
-  /** Each session's writes, in order. */
-  const queues = new Map<string, Promise<unknown>>()
-
-  const serial = <T>(id: string, write: () => Promise<T>): Promise<T> => {
-    const next = (queues.get(id) ?? Promise.resolve()).then(write, write)
-    const settled = next.then(
-      () => undefined,
-      () => undefined,
-    )
-    queues.set(id, settled)
-    void settled.then(() => queues.get(id) === settled && queues.delete(id))
-    return next
-  }
-
-  const acquire = async (id: string): Promise<void> => {
-    if (owned.has(id)) return
-    await takeLock(`${file(id)}.lock`, { pid: process.pid, store: token }, id)
-    owned.add(id)
-  }
-
-  const release = async (id: string): Promise<void> => {
-    if (!owned.delete(id)) return
-    await rm(`${file(id)}.lock`, { force: true })
-  }
+  const writers = new Writers(file)
 
   return {
     async create(header) {
       const path = file(header.id)
-      return serial(header.id, async () => {
+      return writers.serial(header.id, async () => {
         await ready
-        await acquire(header.id)
+        await writers.acquire(header.id)
         await writeFile(path, lines([header]), { flag: 'wx' }).catch(async (error: NodeJS.ErrnoException) => {
-          await release(header.id)
+          await writers.release(header.id)
           throw error.code === 'EEXIST' ? subagentError('ERR_SUBAGENT_DUPLICATE', `session "${header.id}" already exists in ${dir}`) : error
         })
       })
     },
     async append(id, events) {
       const path = file(id)
-      return serial(id, async () => {
+      return writers.serial(id, async () => {
         // Appending nothing still claims the session: how a resumed agent makes sure it is the only writer.
-        await acquire(id)
+        await writers.acquire(id)
         if (events.length > 0) await appendWhole(path, lines(events))
       })
     },
@@ -90,38 +65,83 @@ export function createNdjsonStore(dir: string): SessionStore {
     },
     async list(filter) {
       await ready
-      const names = (await readdir(dir)).filter((name) => name.endsWith('.jsonl')).sort()
-      const list: SessionList = { sessions: [], unreadable: [] }
-      // One corrupt transcript must not hide the healthy ones: it is listed apart, with why.
-      const read = await Promise.allSettled(
-        names.map(async (name) => {
-          const path = join(dir, name)
-          const header = headerOf(await firstLine(path), path)
-          return header && named(header, name.slice(0, -'.jsonl'.length), path)
-        }),
-      )
-      read.forEach((outcome, i) => {
-        const id = names[i]!.slice(0, -'.jsonl'.length)
-        if (outcome.status === 'rejected') list.unreadable.push({ id, error: (outcome.reason as Error).message })
-        else if (outcome.value && matches(outcome.value, filter)) list.sessions.push(outcome.value)
-      })
-      return list
+      return listSessions(dir, filter)
     },
     async delete(id) {
       const path = file(id)
-      return serial(id, async () => {
+      return writers.serial(id, async () => {
         await ready
-        if (owned.has(id)) throw new SessionLiveError(id) // this store is its live writer
-        await acquire(id) // never from under another live writer
+        if (writers.owns(id)) throw new SessionLiveError(id) // this store is its live writer
+        await writers.acquire(id) // never from under another live writer
         await rm(path, { force: true })
-        await release(id)
+        await writers.release(id)
       })
     },
     async release(id) {
       file(id)
-      return serial(id, () => release(id))
+      return writers.serial(id, () => writers.release(id))
     },
   }
+}
+
+/** One store's hold on its sessions: each session's writes run in order, and the locks it took are its own. */
+class Writers {
+  readonly #file: (id: string) => string
+  readonly #token = randomUUID()
+  /** Sessions this store holds the lock of. */
+  readonly #owned = new Set<string>()
+  /** Each session's writes, in order. */
+  readonly #queues = new Map<string, Promise<unknown>>()
+
+  constructor(file: (id: string) => string) {
+    this.#file = file
+  }
+
+  owns(id: string): boolean {
+    return this.#owned.has(id)
+  }
+
+  serial<T>(id: string, write: () => Promise<T>): Promise<T> {
+    const queues = this.#queues
+    const next = (queues.get(id) ?? Promise.resolve()).then(write, write)
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    )
+    queues.set(id, settled)
+    void settled.then(() => queues.get(id) === settled && queues.delete(id))
+    return next
+  }
+
+  async acquire(id: string): Promise<void> {
+    if (this.#owned.has(id)) return
+    await takeLock(`${this.#file(id)}.lock`, { pid: process.pid, store: this.#token }, id)
+    this.#owned.add(id)
+  }
+
+  async release(id: string): Promise<void> {
+    if (!this.#owned.delete(id)) return
+    await rm(`${this.#file(id)}.lock`, { force: true })
+  }
+}
+
+/** Every session in `dir` that matches `filter`; one corrupt transcript must not hide the healthy ones: it is listed apart, with why. */
+async function listSessions(dir: string, filter: Parameters<SessionStore['list']>[0]): Promise<SessionList> {
+  const names = (await readdir(dir)).filter((name) => name.endsWith('.jsonl')).sort()
+  const list: SessionList = { sessions: [], unreadable: [] }
+  const read = await Promise.allSettled(
+    names.map(async (name) => {
+      const path = join(dir, name)
+      const header = headerOf(await firstLine(path), path)
+      return header && named(header, name.slice(0, -'.jsonl'.length), path)
+    }),
+  )
+  read.forEach((outcome, i) => {
+    const id = names[i]!.slice(0, -'.jsonl'.length)
+    if (outcome.status === 'rejected') list.unreadable.push({ id, error: (outcome.reason as Error).message })
+    else if (outcome.value && matches(outcome.value, filter)) list.sessions.push(outcome.value)
+  })
+  return list
 }
 
 /** Appends whole lines after the last whole line: a tail torn by a crash or a failed write is cut off first. */

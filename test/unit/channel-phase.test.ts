@@ -1,0 +1,84 @@
+/**
+ * The runner channel's one phase (src/parent/runners/channel.ts), driven by hand: the handshake
+ * moves it on, a protocol error distrusts it, the runner's end ends it, and each message is
+ * judged by the phase it arrives in.
+ */
+import { describe, expect, it } from 'vitest'
+import { RunnerChannel, type Fault } from '../../dist/parent/runners/channel.js'
+import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
+
+function channel() {
+  const kills: Fault[] = []
+  let discarded = 0
+  const subject = new RunnerChannel({
+    kind: { noun: 'worker thread', ended: 'terminated' },
+    label: 'worker thread 1',
+    config: { maxParallelToolCalls: 1 },
+    send: () => {},
+    kill: (fault) => void kills.push(fault),
+    crashed: () => {},
+    changed: () => {},
+    discard: () => void discarded++,
+  })
+  return { subject, kills, discarded: () => discarded }
+}
+
+const hello = { type: 'hello', v: PROTOCOL_VERSION }
+const pong = (n: number) => ({ type: 'pong', n })
+
+describe('a runner channel', () => {
+  it('is greeted by a hello in its version, judgeable once ready, and remembers the greeting after its end', () => {
+    const { subject, kills } = channel()
+    expect(subject.greeted).toBe(false)
+    subject.receive([hello])
+    expect([subject.greeted, subject.judgeable]).toEqual([true, false])
+    subject.receive([{ type: 'ready', hooks: ['beforeStep'] }])
+    expect(subject.judgeable).toBe(true)
+    expect(subject.hooks).toEqual(new Set(['beforeStep']))
+    // A runner may say ready again, and a node that links anew says hello again: neither is an error.
+    subject.receive([{ type: 'ready' }, hello])
+    expect(kills).toEqual([])
+    subject.end({ stopReason: 'aborted', diagnostic: 'closed' })
+    expect([subject.greeted, subject.judgeable]).toEqual([true, false])
+    expect(subject.hooks).toEqual(new Set(['beforeStep']))
+  })
+
+  it('a ready before the hello is a protocol error', () => {
+    const { subject, kills, discarded } = channel()
+    subject.receive([{ type: 'ready' }])
+    expect(kills).toEqual([{ stopReason: 'error', diagnostic: `protocol error: the worker thread 1 sent a 'ready' before its 'hello', so it was stopped` }])
+    expect([subject.greeted, subject.judgeable, discarded()]).toEqual([false, false, 1])
+  })
+
+  it('a hello in another version stops the runner, and it never counts as greeted', () => {
+    const { subject, kills } = channel()
+    subject.receive([{ type: 'hello', v: PROTOCOL_VERSION + 1 }])
+    expect(kills).toHaveLength(1)
+    expect(kills[0]!.diagnostic).toMatch(/version/)
+    subject.end(kills[0]!)
+    expect(subject.greeted).toBe(false)
+  })
+
+  it('once distrusted, reads nothing more, and keeps whether it had been greeted', () => {
+    const { subject, kills } = channel()
+    subject.receive([hello])
+    subject.receive([pong(1)])
+    expect(kills.map((fault) => fault.diagnostic)).toEqual([expect.stringMatching(/an unsolicited pong/)])
+    // Distrusted: a second violation, or anything else, is not read.
+    subject.receive([pong(2), { type: 'fatal', error: { name: 'Error', message: 'x' } }])
+    expect(kills).toHaveLength(1)
+    expect(subject.greeted).toBe(true)
+    subject.end(kills[0]!)
+    expect(subject.greeted).toBe(true)
+  })
+
+  it('once ended, pings and reads nothing', () => {
+    const { subject, kills } = channel()
+    subject.receive([hello])
+    subject.end({ stopReason: 'aborted', diagnostic: 'closed' })
+    subject.ping({ at: 0, held: 0 })
+    expect(subject.pinged).toBeUndefined()
+    subject.receive([pong(1)])
+    expect(kills).toEqual([])
+  })
+})
