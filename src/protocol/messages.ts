@@ -30,7 +30,7 @@ import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 9
+export const PROTOCOL_VERSION = 10
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
