@@ -111,12 +111,12 @@ export class RelayedChild implements ChannelChild {
 
   /**
    * The thread is gone (or the node lets the child go): the host hears how the child ended.
-   * `movable`: for a fault a thread-mate survives, once the child was published; it is then held
-   * for the host's word.
+   * `movable`: for a fault a thread-mate survives, published or not (the host's publish may be on
+   * its way: only the host knows where the child is); it is then held for the host's word.
    */
   end(fault: Fault, movable?: Mobility): void {
     if (this.#phase === 'gone') return
-    if (this.#phase === 'held' || !movable || !this.#published) {
+    if (this.#phase === 'held' || !movable) {
       this.#host.send({ type: 'ended', child: this.id, ...fault })
       return this.#leave(false)
     }
