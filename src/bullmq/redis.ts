@@ -41,9 +41,14 @@ export async function within<T>(promise: Promise<T>, ms: number, what: () => str
   }
 }
 
-/** Closes a client without waiting on a Redis that is gone: QUIT when it answers in time, else disconnect. */
+/**
+ * Closes a client without waiting on a Redis that is gone: QUIT when it answers in time, else
+ * disconnect. A client that is not connected now disconnects at once: its QUIT would only wait
+ * in the offline queue for a Redis that never came.
+ */
 export async function quit(client: Redis, ms: number): Promise<void> {
   if (client.status === 'end') return
+  if (client.status !== 'ready') return client.disconnect()
   try {
     await within(client.quit(), ms, () => 'quit timed out')
   } catch {
