@@ -7,7 +7,7 @@
  *
  *   opening     runner → host `hello` {v}; host → runner `welcome` {v, config} first of all.
  *               Either side refuses a version it does not speak. The runner then loads the agent
- *               module and says `ready`.
+ *               module and says `ready` (a node: once a thread of the host's module said it).
  *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a settlement notice); drop (let go of a child that is not running, or
  *               that broke the protocol); rpc replies.
  *               runner: created | create-failed; events; rpc calls; idle (the one-shot turn is
@@ -30,7 +30,7 @@ import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 9
+export const PROTOCOL_VERSION = 10
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -86,9 +86,12 @@ export const RunnerMessage = {
     variant('fatal', { error: WireError }),
     /** An uncaught error is ending the runner: the cause its children's diagnostics name. */
     variant('crashed', { error: WireError }),
-    /** The agent module is loaded (or failed to load): the runner answers promptly from now on. */
-    /** `hooks`: the module hooks it has, so the host knows when a child of it may be between steps with no module code running. */
-    variant('ready', { hooks: arrayOf({ enum: ['beforeStep', 'afterTool'] }) }, ['hooks']),
+    /**
+     * The agent module is loaded (or failed to load): the runner answers promptly from now on.
+     * `hooks`: the module hooks it has, so the host knows when a child of it may be between steps
+     * with no module code running. A node says it once a thread of the host's module did.
+     */
+    variant('ready', { hooks: { type: 'array', items: { enum: ['beforeStep', 'afterTool'] }, uniqueItems: true, maxItems: 2 } }, ['hooks']),
     variant('created', { child }),
     variant('create-failed', { child, error: WireError }),
     variant('events', { child, events: { type: 'array', minItems: 1, items: ref(KnownSessionEvent.$id) } }),

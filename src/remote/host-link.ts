@@ -10,6 +10,7 @@ import { isHostFrame } from '../protocol/validators.js'
 import { toWireError } from '../protocol/shapes/error.js'
 import { ProtocolError } from '../protocol/validate.js'
 import type { Fault } from '../parent/runners/channel.js'
+import type { RunnerHooks } from '../parent/runners/move-point.js'
 import type { Mark, SilenceJudge } from '../parent/runners/liveness.js'
 import type { HostEnd, RelayedChild } from './relayed-child.js'
 import type { CreateMessage, TakeMessage } from './envelope.js'
@@ -52,6 +53,8 @@ export class HostLink implements HostEnd {
   readonly #taking = new Map<string, Taking>()
   readonly #children = new Map<string, RelayedChild>()
   readonly #stop = new AbortController()
+  /** The host was told its module's hooks (the `ready` a thread gives its own host). */
+  #ready = false
   /** When the host was last heard (or the link opened), by the judge's clock. */
   #heard: Mark
   #ended = false
@@ -89,6 +92,17 @@ export class HostLink implements HostEnd {
 
   send(message: RunnerMessage): void {
     this.#outbox.push(message)
+  }
+
+  /**
+   * A thread of this host's module said which hooks it has: the host is told once, so it judges
+   * a child of this node as it would one of its own threads (CONTRACT.md §8). One link serves one
+   * host, and so one agent module (its config's): whichever of the node's modules another host uses has its own link.
+   */
+  ready(hooks: RunnerHooks): void {
+    if (this.#ready || hooks === undefined) return
+    this.#ready = true
+    this.#outbox.push({ type: 'ready', hooks: [...hooks] })
   }
 
   /**

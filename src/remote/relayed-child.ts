@@ -16,7 +16,7 @@
  */
 import type { ChannelChild, Fault, RunnerChannel } from '../parent/runners/channel.js'
 import { startGrace } from '../parent/runners/grace.js'
-import type { Mobility } from '../parent/runners/move-point.js'
+import type { Mobility, RunnerHooks } from '../parent/runners/move-point.js'
 import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
 import { toWireError } from '../protocol/shapes/error.js'
 import { messageOf } from '../protocol/errors.js'
@@ -27,6 +27,8 @@ export interface HostEnd {
   /** Names the node in diagnostics: 'node <id>'. */
   readonly label: string
   send(message: RunnerMessage): void
+  /** The hooks of the module the child's thread loaded, for the host's move judgement. */
+  ready(hooks: RunnerHooks): void
   forget(child: RelayedChild): void
 }
 
@@ -76,6 +78,8 @@ export class RelayedChild implements ChannelChild {
   /** From the thread: passed on; a final one frees the slot. */
   receive(message: Extract<RunnerMessage, { child: string }>): void {
     if (this.#phase !== 'placed') return
+    // A thread says `ready` (with its module's hooks) before it says `created` of any child: the host hears them first.
+    if (message.type === 'created') this.#host.ready(this.#thread.hooks)
     this.#host.send(message)
     if (FINAL.has(message.type)) this.#leave(false)
   }
@@ -107,12 +111,12 @@ export class RelayedChild implements ChannelChild {
 
   /**
    * The thread is gone (or the node lets the child go): the host hears how the child ended.
-   * `movable`: for a fault a thread-mate survives, once the child was published; it is then held
-   * for the host's word.
+   * `movable`: for a fault a thread-mate survives, published or not (the host's publish may be on
+   * its way: only the host knows where the child is); it is then held for the host's word.
    */
   end(fault: Fault, movable?: Mobility): void {
     if (this.#phase === 'gone') return
-    if (this.#phase === 'held' || !movable || !this.#published) {
+    if (this.#phase === 'held' || !movable) {
       this.#host.send({ type: 'ended', child: this.id, ...fault })
       return this.#leave(false)
     }

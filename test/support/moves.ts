@@ -15,10 +15,12 @@ import {
   textResponse,
   toolCallResponse,
   type Agent,
+  type Model,
   type Host,
   type PoolOptions,
   type ScriptEntry,
   type SessionEvent,
+  type StreamChunk,
   type SubagentEndEvent,
   type SubagentRun,
 } from 'subagent-worker'
@@ -91,6 +93,41 @@ function heldTool(host: Host) {
   return tool
 }
 
+/** Starts a sibling on the host's script (a call of the module tool `spin`) and resolves once it is inside it, with its canceller. */
+async function spinningSibling(h: Host, parent: Agent): Promise<{ spinner: SubagentRun; stuck: AbortController }> {
+  const stuck = new AbortController()
+  const spinning = nextEvent(h, (event) => event.type === 'assistant/message')
+  const spinner = await h.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
+  await spinning
+  return { spinner, stuck }
+}
+
+/** A host model whose first request streams part of `answer`, then, once released, the rest; the next request answers whole. */
+class AnsweredWhileBusy implements Model {
+  requests = 0
+  readonly answered: Promise<void>
+  release!: () => void
+  readonly #released = new Promise<void>((resolve) => (this.release = resolve))
+  #answered!: () => void
+
+  constructor(readonly answer: string) {
+    this.answered = new Promise((resolve) => (this.#answered = resolve))
+  }
+
+  async *stream(): AsyncGenerator<StreamChunk> {
+    if (++this.requests > 1) return yield* textResponse(this.answer)
+    const [head, tail] = [this.answer.slice(0, 3), this.answer.slice(3)]
+    yield { type: 'text-delta', text: head }
+    await this.#released
+    try {
+      yield* textResponse(tail)
+    } finally {
+      // Pulled to its end (or returned after its finish chunk): the host has the whole answer.
+      this.#answered()
+    }
+  }
+}
+
 /** `stopped`: what stopping a runner does to it, as its diagnostics say. */
 export function describeMoves(name: string, make: MakeHost, stopped: string): void {
   describe(`${name}: thread-mates survive`, () => {
@@ -132,10 +169,7 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       let starts = 0
       h.on('subagent/start', () => void starts++)
       const runs = await mates(h, parent)
-      const stuck = new AbortController()
-      const spinning = nextEvent(h, (event) => event.type === 'assistant/message')
-      const spinner = await h.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
-      await spinning
+      const { spinner, stuck } = await spinningSibling(h, parent)
       stuck.abort()
       const stuckResult = await spinner.result
       expect(stuckResult.stopReason).toBe('aborted')
@@ -218,16 +252,36 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       await Promise.all([child.dispose(), crasher.dispose()])
     })
 
+    // The host's copy says its model request returned and nothing after it began: no module code
+    // runs before its next request only on a runner whose module has no beforeStep hook, which
+    // the host knows from the runner's `ready` (a node's link, on BullMQ).
+    it('a mate between steps (its model request answered while its runner spins) moves and completes with exactly its answer', async () => {
+      const { host: h, parent } = await host([toolCallResponse('c1', 'spin', {})])
+      const ends = endsOf(h)
+      const model = new AnsweredWhileBusy('answer 0')
+      h.models.register('mate-0', model)
+      const waiting = streaming(h, 1)
+      const mate = await h.spawn.start({ prompt: 'task 0', parent, signal: signal(), agentOptions: { provider: 'mate-0' } })
+      await waiting
+      const { spinner, stuck } = await spinningSibling(h, parent)
+      // Its runner is inside the sibling's module tool: the answer stays unread there.
+      model.release()
+      await model.answered
+      stuck.abort()
+      expect((await spinner.result).stopReason).toBe('aborted')
+      await expectMoved(h, [mate], ends, new RegExp(`sibling subagent ${spinner.id} did not stop`))
+      // The answer the dead runner never read was asked for again.
+      expect(model.requests).toBe(2)
+      await spinner.dispose()
+    })
+
     it('a mate inside a module tool ends error, naming the sibling', async () => {
       const { host: h, parent } = await host([toolCallResponse('c1', 'spin', {})])
       h.models.register('holder', new ScriptedModel([toolCallResponse('m1', 'hold', {})]))
       const holding = nextEvent(h, (event) => event.type === 'assistant/message')
       const holder = await h.spawn.start({ prompt: 'hold', parent, signal: signal(), agentOptions: { provider: 'holder' } })
       await holding
-      const stuck = new AbortController()
-      const spinning = nextEvent(h, (event) => event.type === 'assistant/message')
-      const spinner = await h.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
-      await spinning
+      const { spinner, stuck } = await spinningSibling(h, parent)
       stuck.abort()
       const result = await holder.result
       expect(result.stopReason).toBe('error')

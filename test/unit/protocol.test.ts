@@ -57,6 +57,10 @@ describe('frame validators', () => {
     expect(isRunnerFrame([{ type: 'events', child: 'c1', events: [{ seq: 0, type: 'turn/start', data: { extra: 1 } }] }])).toBe(false)
     expect(isRunnerFrame([{ type: 'rpc/call', child: 'c1', call: 0, method: 'tool', payload: {} }])).toBe(false)
     expect(isRunnerFrame([{ type: 'rpc/call', child: 'c1', call: 1, method: 'shell', payload: {} }])).toBe(false)
+    // A runner's (or a node's) hooks: each known hook at most once.
+    expect(isRunnerFrame([{ type: 'ready', hooks: ['beforeStep', 'afterTool'] }])).toBe(true)
+    expect(isRunnerFrame([{ type: 'ready', hooks: ['afterTool', 'afterTool'] }])).toBe(false)
+    expect(isRunnerFrame([{ type: 'ready', hooks: ['onCrash'] }])).toBe(false)
     expect(isKnownSessionEvent({ seq: 1, type: 'tool/result', data: { callId: 'a', name: 't', isError: true, code: 'NOPE', content: [] } })).toBe(false)
   })
 })

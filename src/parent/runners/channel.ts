@@ -11,7 +11,7 @@
  *
  * One explicit state machine, one way out: whatever ends the runner (it exited, the host stopped
  * it, a node link was given up) goes through `end`, once, which ends every child still on it.
- * `ready` repeats (a runner may say it again); a node never says it, and stays `greeted`.
+ * `ready` repeats (a runner may say it again); a node says it once a thread of the host's module did.
  *
  *   opening ──hello──▶ greeted ──ready──▶ ready
  *      │                  │                 │

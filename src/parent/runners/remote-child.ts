@@ -207,7 +207,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
         if (message.movable && (this.#phase === 'running' || this.#phase === 'rebuilding')) {
           return this.#lost(fault, 'heard', 'drop', async (_signal, build) => build(this.#channel))
         }
-        return this.#settle({ fault }, 'runner-let-go', () => subagentError('ERR_SUBAGENT_CHILD_ENDED', fault.diagnostic))
+        // Not published yet (or no longer running): it ends, and a node holding it lets it go.
+        return this.#settle({ fault }, message.movable ? 'drop' : 'runner-let-go', () => subagentError('ERR_SUBAGENT_CHILD_ENDED', fault.diagnostic))
       }
       case 'rpc/call':
         if (this.#phase !== 'running') return this.#violation(message.type)
