@@ -1,7 +1,7 @@
 /**
  * The runner: the far side of one channel, hosting every child the host places on it. It knows
  * nothing of threads: whoever starts it gives it a `send(frame)` and feeds it each frame received
- * (a worker thread today; a child process or a node can do the same).
+ * (the worker-thread and child-process entries beside it; a node's threads are worker threads).
  */
 import { loadAgentModule } from '../agent/module-loader.js'
 import { toWireError } from '../protocol/shapes/error.js'
