@@ -34,6 +34,16 @@ export interface Floor {
   parallelWork(options: { threads: number; tasks: number; iterations: number; rounds: number }): Promise<Figure | undefined>
 }
 
+/**
+ * piscina's worker loads the task file with require() first. On Node 20.19+ that takes the
+ * require(esm) path, which now and then died on a native assertion (module_wrap.cc,
+ * CreateRequiredModuleFacade) and took the whole bench with it; with require(esm) off in the
+ * floor's threads, piscina falls back to import().
+ */
+const FLOOR_EXEC_ARGV = process.allowedNodeEnvironmentFlags.has('--experimental-require-module')
+  ? [...process.execArgv, '--no-experimental-require-module']
+  : process.execArgv
+
 type PiscinaClass = typeof Piscina
 let loaded: Promise<PiscinaClass | undefined> | undefined
 
@@ -56,6 +66,7 @@ function floorPool(Pool: PiscinaClass, options: FloorOptions): Piscina {
     concurrentTasksPerWorker: options.concurrentTasksPerWorker,
     idleTimeout: 600_000,
     atomics: 'disabled',
+    execArgv: FLOOR_EXEC_ARGV,
   })
 }
 
