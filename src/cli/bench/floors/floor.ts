@@ -41,8 +41,8 @@ export interface Floor {
  * floor's threads, piscina falls back to import().
  */
 const FLOOR_EXEC_ARGV = process.allowedNodeEnvironmentFlags.has('--experimental-require-module')
-  ? [...process.execArgv, '--no-experimental-require-module']
-  : process.execArgv
+  ? { execArgv: ['--no-experimental-require-module'] }
+  : {}
 
 type PiscinaClass = typeof Piscina
 let loaded: Promise<PiscinaClass | undefined> | undefined
@@ -66,7 +66,7 @@ function floorPool(Pool: PiscinaClass, options: FloorOptions): Piscina {
     concurrentTasksPerWorker: options.concurrentTasksPerWorker,
     idleTimeout: 600_000,
     atomics: 'disabled',
-    execArgv: FLOOR_EXEC_ARGV,
+    ...FLOOR_EXEC_ARGV,
   })
 }
 
