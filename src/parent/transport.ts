@@ -49,7 +49,7 @@ export interface ChildTransport {
 /** What the host gives a transport it was handed (`createHost({ transport })`) once its own options are settled. */
 export interface TransportContext {
   abortGraceMs: number
-  /** What every runner of this host shares: the agent module's URL, the persona, the tool-call bound. */
+  /** What every runner of this host shares: the agent module's URL, the tool-call bound, the abort grace. */
   config: RunnerConfig
   /** The host-placed models and tools the child `id` may call, snapshot when it is created (its models metered by its budget). */
   placement(id: string): Placement

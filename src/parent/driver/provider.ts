@@ -4,9 +4,9 @@
  * fork differ only in the seed.
  */
 import { randomUUID } from 'node:crypto'
-import type { ChildDescriptor, ChildSpec } from '../../agent/child.js'
+import type { ChildSpec } from '../../agent/child.js'
 import type { AgentOptions } from '../../agent/view.js'
-import type { SessionEvent, SessionHeader } from '../../protocol/shapes/session.js'
+import type { ChildMode, SessionEvent, SessionHeader } from '../../protocol/shapes/session.js'
 import { Budget } from './budget.js'
 import type { ChildLimits } from './limits.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
@@ -80,8 +80,6 @@ interface Published extends ContinuableInit {
   seedLength: number
 }
 
-type Mode = ChildDescriptor['mode']
-
 async function start(host: ProviderHost, provider: string, fork: boolean, request: SubagentStartRequest): Promise<SubagentRun> {
   const published = await publishChild(host, provider, fork, request, 'one-shot')
   const { started, handle, mirror, watch, childMirror, writer, prompt, signal, spec, seedLength, options, budget, spent } = published
@@ -119,7 +117,7 @@ async function startContinuable(host: ProviderHost, provider: string, fork: bool
 }
 
 /** The checked request (request.ts), the child's spec, the creation transaction and publication (CONTRACT.md §1). */
-async function publishChild(host: ProviderHost, provider: string, fork: boolean, given: SubagentStartRequest, mode: Mode): Promise<Published> {
+async function publishChild(host: ProviderHost, provider: string, fork: boolean, given: SubagentStartRequest, mode: ChildMode): Promise<Published> {
   const request = await startRequestOf(given, { mode, fork, persona: host.persona, ready: () => host.ready(), globalToolNames: () => host.globalToolNames() })
   const parentBudget = host.budgets.get(request.parent.id)
   const inherited = Budget.inherit(parentBudget, request.limits, host.limits)

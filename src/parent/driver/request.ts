@@ -5,13 +5,12 @@
  * the one AgentOptions check (options.ts); its persona is resolved here, on the host, so a runner
  * is told only the one it is to use.
  */
-import type { ChildDescriptor } from '../../agent/child.js'
 import { toContent } from '../../agent/loop.js'
 import { toJsonSchema, type JsonSchema } from '../../agent/tools/to-json-schema.js'
 import { checkToolFilter, type ToolFilter } from '../../agent/tools/tools.js'
 import type { AgentOptions, AgentView } from '../../agent/view.js'
 import type { ContentBlock } from '../../protocol/shapes/content.js'
-import type { SessionEvent } from '../../protocol/shapes/session.js'
+import type { ChildMode, SessionEvent } from '../../protocol/shapes/session.js'
 import { isContentBlock, isSessionEvent } from '../../protocol/validators.js'
 import { subagentError } from '../../protocol/errors.js'
 import { checkAgentOptions, checkAgentOptionValues, InvalidOptionError } from '../options.js'
@@ -30,7 +29,7 @@ export function abortedBeforePublication(signal: AbortSignal): Error {
 
 /** What a child is started from: every part of the request checked, the child's options merged. */
 export interface StartRequest {
-  readonly mode: ChildDescriptor['mode']
+  readonly mode: ChildMode
   /** A fork, seeded with the parent's completed turns; else a spawn. */
   readonly fork: boolean
   readonly signal: AbortSignal
@@ -52,7 +51,7 @@ export interface StartRequest {
 
 /** What checking a request needs of the host. */
 export interface RequestContext {
-  readonly mode: ChildDescriptor['mode']
+  readonly mode: ChildMode
   readonly fork: boolean
   /** The deployment persona, which a child without its own is given. */
   readonly persona: string | undefined
@@ -63,18 +62,23 @@ export interface RequestContext {
 
 /**
  * Checks `request` in the contract's order (maxDepth, an aborted signal, depth, outputSchema,
- * toolFilter) and normalizes it; every refusal happens before any child exists.
+ * toolFilter, then the child's options) and normalizes it; every refusal happens before any
+ * child exists.
  */
 export async function startRequestOf(request: SubagentStartRequest, context: RequestContext): Promise<StartRequest> {
   const checked = checkedNow(request, context)
   await context.ready()
   if (checked.signal.aborted) throw abortedBeforePublication(checked.signal)
   const toolFilter = request.toolFilter === undefined ? undefined : checkToolFilter(request.toolFilter, context.globalToolNames())
-  return { ...checked, toolFilter, seed: context.fork ? forkSeed(checked.parent) : [] }
+  const seed = context.fork ? forkSeed(checked.parent) : []
+  const options = childOptionsOf(request.agentOptions, checked.parent, checked.depth)
+  const { cwd } = checked.parent.session.header
+  if (cwd !== undefined && typeof cwd !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent parent session.header.cwd must be a string')
+  return { ...checked, toolFilter, seed, options, cwd }
 }
 
 /** Everything that can be checked before the agent module is loaded. */
-function checkedNow(request: SubagentStartRequest, context: RequestContext): Omit<StartRequest, 'toolFilter' | 'seed'> {
+function checkedNow(request: SubagentStartRequest, context: RequestContext): Omit<StartRequest, 'toolFilter' | 'options' | 'cwd' | 'seed'> {
   if (typeof request !== 'object' || request === null) throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent start needs a request object')
   if (context.mode === 'continuable' && request.outputSchema !== undefined) {
     throw subagentError('ERR_SUBAGENT_CONTINUABLE', 'a continuable child takes no outputSchema: each activation ends in text; use start() or run() for a structured result')
@@ -93,11 +97,8 @@ function checkedNow(request: SubagentStartRequest, context: RequestContext): Omi
   const depth = childDepthOf(parent, maxDepth)
   const outputSchema = request.outputSchema === undefined ? undefined : toJsonSchema(request.outputSchema, { what: 'outputSchema' })
   const prompt = promptOf(request.prompt)
-  const options = childOptionsOf(request.agentOptions, parent, depth)
-  const { cwd } = parent.session.header
-  if (cwd !== undefined && typeof cwd !== 'string') throw subagentError('ERR_SUBAGENT_REQUEST', 'subagent parent session.header.cwd must be a string')
   const { mode, fork } = context
-  return { mode, fork, signal, parent, prompt, depth, options, label: request.label, persona: request.persona ?? context.persona, limits, outputSchema, cwd }
+  return { mode, fork, signal, parent, prompt, depth, label: request.label, persona: request.persona ?? context.persona, limits, outputSchema }
 }
 
 /**
