@@ -11,8 +11,13 @@ export type RedisConnection = string | RedisOptions
 
 /** A client on `connection`; `overrides` are ours (BullMQ's workers need maxRetriesPerRequest: null). */
 export function redisClient(connection: RedisConnection, overrides: RedisOptions = {}): Redis {
-  return typeof connection === 'string' ? new Redis(connection, overrides) : new Redis({ ...connection, ...overrides })
+  const client = typeof connection === 'string' ? new Redis(connection, overrides) : new Redis({ ...connection, ...overrides })
+  client.once('ready', () => everReady.add(client))
+  return client
 }
+
+/** Clients that reached Redis once: one that is only reconnecting may still send what it queued. */
+const everReady = new WeakSet<Redis>()
 
 /** Where a connection points, for error messages (never its password). */
 export function describeRedis(connection: RedisConnection): string {
@@ -43,12 +48,12 @@ export async function within<T>(promise: Promise<T>, ms: number, what: () => str
 
 /**
  * Closes a client without waiting on a Redis that is gone: QUIT when it answers in time, else
- * disconnect. A client that is not connected now disconnects at once: its QUIT would only wait
+ * disconnect. A client that never reached Redis disconnects at once: its QUIT would only wait
  * in the offline queue for a Redis that never came.
  */
 export async function quit(client: Redis, ms: number): Promise<void> {
   if (client.status === 'end') return
-  if (client.status !== 'ready') return client.disconnect()
+  if (!everReady.has(client)) return client.disconnect()
   try {
     await within(client.quit(), ms, () => 'quit timed out')
   } catch {

@@ -4,7 +4,8 @@
  * transaction, each one pipelined write and one reply instead of a round trip per call. Redis
  * runs the same commands; what is saved is writes on both ends. A batch goes out once the
  * callback that made its first call and the promise jobs it started have run (process.nextTick
- * runs after them), so a lone call waits no longer than that: no timer, no loop turn.
+ * runs after them), so a lone call waits no longer than that: no timer, no loop turn. A batch
+ * that fails fails every call in it: a Redis that did not answer one did not answer the others.
  */
 interface Pending<I, O> {
   item: I

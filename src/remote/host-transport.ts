@@ -250,6 +250,8 @@ class RemoteHostTransport implements ChildTransport {
 
   async #sweepOnce(): Promise<void> {
     for (const queued of [...this.#queued.values()]) {
+      // Claimed meanwhile: nothing to ask the broker.
+      if (this.#queued.get(queued.spec.id) !== queued) continue
       const lost = await queued.job?.lost()
       // Not queued yet, or the broker is not answering (the start's own waits say so), or no longer waiting.
       if (lost === undefined || this.#queued.get(queued.spec.id) !== queued) continue

@@ -24,20 +24,19 @@
  * A hello in another version, a `fatal`, a child's fault or silence make the owner stop the
  * runner (`kill`) in whatever phase it is: its end follows.
  */
-import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../../protocol/messages.js'
+import { childOf, PROTOCOL_VERSION, type ChildFault, type HostMessage, type RunnerConfig, type RunnerMessage } from '../../protocol/messages.js'
 import { fromWireError } from '../../protocol/shapes/error.js'
 import { Outbox } from '../../protocol/outbox.js'
 import { isRunnerFrame, isRunnerMessage } from '../../protocol/validators.js'
 import { describeShape } from '../../protocol/values.js'
 import { messageOf } from '../../protocol/errors.js'
 import { FrameIntake } from './intake.js'
-import type { ChildOutcome } from '../transport.js'
 import type { Mobility, RunnerHooks } from './move-point.js'
 import { versionMismatchText } from '../../protocol/errors.js'
 import type { Mark } from './liveness.js'
 
 /** Why a child ended when its runner did. */
-export type Fault = NonNullable<ChildOutcome['fault']>
+export type Fault = ChildFault
 
 /** What the channel needs of each child placed on its runner. */
 export interface ChannelChild {
