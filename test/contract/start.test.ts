@@ -319,6 +319,15 @@ describe.each(TRANSPORTS)('§1 start: toolFilter [%s]', (transport) => {
     expect(lifecycle.starts).toEqual([])
   })
 
+  it('§1.5 an unknown toolFilter name is reported before a bad agentOptions value (§1.6 comes after)', async () => {
+    const fx = setup(transport)
+    fx.host.tools.register(noop())
+    const error = await rejectionOf(
+      fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal(), toolFilter: { deny: ['no_such_tool'] }, agentOptions: { maxTokens: -1 } }),
+    )
+    expect(error.message).toContain('unknown global tool')
+  })
+
   it('§1.5 a filter naming only existing global tools is accepted', async () => {
     const fx = setup(transport, [textResponse('ok')])
     fx.host.tools.register(noop())
