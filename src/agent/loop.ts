@@ -11,7 +11,8 @@ import type { FinishReason, StreamChunk } from '../protocol/shapes/stream.js'
 import { isContentBlock, isStreamChunk, isToolErrorCode } from '../protocol/validators.js'
 import { describeShape, MAX_VALUE_DEPTH, tryClone, withinDepth } from '../protocol/values.js'
 import { messageOf, subagentError } from '../protocol/errors.js'
-import type { Model, ModelMessage, ModelRequest } from './models/model.js'
+import type { Model, ModelRequest } from './models/model.js'
+import { Conversation } from './models/conversation.js'
 import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
 import { Session } from './session.js'
@@ -75,8 +76,7 @@ export class AgentRuntime implements Agent {
   readonly #inbox: Array<{ content: ContentBlock[]; source: { kind: string } }> = []
   readonly #beforeModelRequest: Array<() => void> = []
   readonly #observers: ToolResultObserver[] = []
-  readonly #history: ModelMessage[] = []
-  #projected = 0
+  readonly #conversation: Conversation
   /** The agent's own tokens so far (its steps, never a fork seed's), counted incrementally. */
   #spent = 0
   #counted = 0
@@ -90,6 +90,7 @@ export class AgentRuntime implements Agent {
     this.id = init.id
     this.options = init.options
     this.session = new Session(init.header, init.seed)
+    this.#conversation = new Conversation(this.session.events)
     this.#counted = init.header.seedLength ?? 0
     this.tools = new ToolScope(env.tools)
     this.#env = env
@@ -264,7 +265,7 @@ export class AgentRuntime implements Agent {
     const model = this.#env.models.get(provider)
     if (!model) return { end: { kind: 'error', message: `no model registered under provider "${provider}"` } }
 
-    const request: ModelRequest = { model: this.options.model ?? provider, messages: this.#messages(), signal }
+    const request: ModelRequest = { model: this.options.model ?? provider, messages: this.#conversation.messages(), signal }
     const tools = this.tools.visible()
     const system = this.prompt.render(guidanceSections(tools))
     if (system !== undefined) request.system = system
@@ -401,28 +402,6 @@ export class AgentRuntime implements Agent {
       if (this.#spent >= budget) return limitReason('maxTotalTokens', budget)
     }
     return this.#env.admit?.()
-  }
-
-  /**
-   * The conversation as the model sees it, projected from the session incrementally: the same
-   * array grows step by step, never rebuilt or copied (a model that keeps a request past its
-   * stream copies the messages it wants to keep).
-   */
-  #messages(): ModelMessage[] {
-    const { events } = this.session
-    for (; this.#projected < events.length; this.#projected++) {
-      const { type, data } = events[this.#projected]!
-      if (type === 'user/message') {
-        this.#history.push({ role: 'user', content: data.content })
-      } else if (type === 'assistant/message') {
-        const { content } = data
-        if (content.length > 0) this.#history.push({ role: 'assistant', content })
-      } else if (type === 'tool/result') {
-        const { callId, name, isError, content } = data
-        this.#history.push({ role: 'tool', callId, name, isError, content })
-      }
-    }
-    return this.#history
   }
 }
 

@@ -23,6 +23,8 @@ export const RUNNER_BOUNDS = {
   fullTurns: 100,
   /** Messages of one runner read off its channel and waiting for their turn. */
   backlogMessages: 100_000,
+  /** Tool schemas in a runner's table of its module's tools (its `ready`). */
+  moduleTools: 1_000,
   /** Host calls one child may have running beyond `maxParallelToolCalls` (its loop's model call). */
   callsBeyondParallel: 1,
 } as const

@@ -23,6 +23,8 @@ import { ChildSpec, RemoteToolDescriptor } from './shapes/child.js'
 import { contentBlocks, type ContentBlockSchema } from './shapes/content.js'
 import { WireError } from './shapes/error.js'
 import { NoticeFields } from './shapes/notice.js'
+import { ToolSchema } from './shapes/model.js'
+import { RUNNER_BOUNDS } from './bounds.js'
 import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
 import { anything, arrayOf, boolean, closed, count, ref, string, union, variant, type Wire } from './schema.js'
 import { KnownSessionEvent, type KnownSessionEventSchema } from './shapes/session.js'
@@ -30,7 +32,7 @@ import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 10
+export const PROTOCOL_VERSION = 11
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -90,8 +92,16 @@ export const RunnerMessage = {
      * The agent module is loaded (or failed to load): the runner answers promptly from now on.
      * `hooks`: the module hooks it has, so the host knows when a child of it may be between steps
      * with no module code running. A node says it once a thread of the host's module did.
+     * `tools`: the module's tool schemas, once: a model call names one by its index here.
      */
-    variant('ready', { hooks: { type: 'array', items: { enum: ['beforeStep', 'afterTool'] }, uniqueItems: true, maxItems: 2 } }, ['hooks']),
+    variant(
+      'ready',
+      {
+        hooks: { type: 'array', items: { enum: ['beforeStep', 'afterTool'] }, uniqueItems: true, maxItems: 2 },
+        tools: { type: 'array', items: ToolSchema, maxItems: RUNNER_BOUNDS.moduleTools },
+      },
+      ['hooks', 'tools'],
+    ),
     variant('created', { child }),
     variant('create-failed', { child, error: WireError }),
     variant('events', { child, events: { type: 'array', minItems: 1, items: ref(KnownSessionEvent.$id) } }),

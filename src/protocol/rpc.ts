@@ -8,17 +8,21 @@
  * closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
  */
 import { fromWireError, toWireError, WireError } from './shapes/error.js'
-import { ContentBlock, type ContentBlockSchema } from './shapes/content.js'
-import { ModelRequestData } from './shapes/model.js'
+import { ToolRef } from './shapes/model.js'
 import type { Sink } from './outbox.js'
-import { anything, boolean, closed, object, ref, string, variant, type Wire } from './schema.js'
+import { anything, arrayOf, boolean, closed, object, ref, string, variant, type Wire } from './schema.js'
 import { StreamChunk, type StreamChunkSchema } from './shapes/stream.js'
 import { ProtocolError, validator, type Validator } from './validate.js'
 import { cloneableReason } from './values.js'
 import { subagentError } from './errors.js'
 
-export const ModelCall = closed({ provider: string, request: ModelRequestData })
-export type ModelCall = Wire<typeof ModelCall, [ContentBlockSchema]>
+/**
+ * A host-placed model's request, as the runner asks for it: which model, and the tools the child
+ * sees. The rest the host has itself: the conversation is its own copy of the child's session,
+ * and the model id, output cap and system prompt come from the child's spec.
+ */
+export const ModelCall = closed({ provider: string, tools: arrayOf(ToolRef) }, ['tools'])
+export type ModelCall = Wire<typeof ModelCall>
 export const ToolCall = closed({ name: string, callId: string, args: object })
 export type ToolCall = Wire<typeof ToolCall>
 export const ToolReply = closed({ text: string, concluded: boolean, value: anything }, ['value'])
@@ -30,7 +34,7 @@ export type ToolReply = Wire<typeof ToolReply>
  */
 const RPC_METHODS = {
   /** Streams a host-placed model: chunks while it runs, then `null`. */
-  model: { payload: validator(ModelCall, ContentBlock), result: validator({ type: 'null' } as const) },
+  model: { payload: validator(ModelCall), result: validator({ type: 'null' } as const) },
   /** Runs a host-placed tool: its rendered text, its value, and whether it concluded the turn. */
   tool: { payload: validator(ToolCall), result: validator(ToolReply) },
 }

@@ -1,7 +1,8 @@
 /**
  * A node's handle on one child it took from the queue: it runs on one of the node's threads and
  * is answered for to its host. The node relays, it does not interpret: the thread's messages go
- * to the host as they are, the host's to the thread. What only the node can do, it does here:
+ * to the host as they are (but for the module tools a model call names by index in its thread's
+ * table, which the node gives their schemas back: its threads may differ), the host's to the thread. What only the node can do, it does here:
  * enforce the grace after an abort (terminating the thread, as the host does on its own threads)
  * and report the end of a thread the child was on (`ended`).
  *
@@ -21,6 +22,7 @@ import type { HostMessage, RunnerMessage } from '../protocol/messages.js'
 import { toWireError } from '../protocol/shapes/error.js'
 import { messageOf } from '../protocol/errors.js'
 import type { CreateMessage } from './envelope.js'
+import type { ToolSchema } from '../protocol/shapes/model.js'
 
 /** The host's end, as a child sees it. */
 export interface HostEnd {
@@ -80,7 +82,7 @@ export class RelayedChild implements ChannelChild {
     if (this.#phase !== 'placed') return
     // A thread says `ready` (with its module's hooks) before it says `created` of any child: the host hears them first.
     if (message.type === 'created') this.#host.ready(this.#thread.hooks)
-    this.#host.send(message)
+    this.#host.send(message.type === 'rpc/call' ? withModuleTools(message, this.#thread.moduleTools) : message)
     if (FINAL.has(message.type)) this.#leave(false)
   }
 
@@ -164,4 +166,12 @@ export class RelayedChild implements ChannelChild {
     this.#host.forget(this)
     this.#left()
   }
+}
+
+/** A model call with each module tool it names by index in the thread's table given as its schema; anything else unchanged (the host checks it). */
+function withModuleTools(call: Extract<RunnerMessage, { type: 'rpc/call' }>, table: readonly ToolSchema[]): RunnerMessage {
+  const tools = call.method === 'model' ? (call.payload as { tools?: unknown } | null)?.tools : undefined
+  if (!Array.isArray(tools)) return call
+  const schemas = tools.map((tool: unknown) => (typeof tool === 'number' && table[tool]) || tool)
+  return { ...call, payload: { ...(call.payload as object), tools: schemas } }
 }

@@ -104,7 +104,7 @@ export class RunnerChild {
 
   #environment(create: Create, local: LocalModule): AgentEnvironment {
     const models = new Map<string, Model>(Object.entries(local.models))
-    for (const name of create.hostModels) models.set(name, remoteModel(this.#rpc, name))
+    for (const name of create.hostModels) models.set(name, remoteModel(this.#rpc, name, local.table))
     // Host tools first, then module tools: the same order the host itself lists them in.
     const tools = new Map<string, ToolDefinition>()
     for (const descriptor of create.hostTools) tools.set(descriptor.name, remoteTool(this.#rpc, descriptor))

@@ -7,6 +7,7 @@ import type { Model } from '../agent/models/model.js'
 import type { AgentHooks, AgentModule } from '../agent/module.js'
 import type { ToolDefinition } from '../agent/tools/tools.js'
 import type { StreamChunk } from '../protocol/shapes/stream.js'
+import { ToolTable } from './tool-table.js'
 
 /** Runs module code after the queued messages are sent (see Outbox.afterSent). */
 export type Guard = <T>(code: () => T) => Promise<Awaited<T>>
@@ -15,6 +16,8 @@ export type Guard = <T>(code: () => T) => Promise<Awaited<T>>
 export interface LocalModule {
   models: Record<string, Model>
   tools: ToolDefinition[]
+  /** The tools' schemas, sent to the host once. */
+  table: ToolTable
   hooks: AgentHooks
 }
 
@@ -31,7 +34,7 @@ export function flushing(module: AgentModule, guard: Guard): LocalModule {
   const hooks: AgentHooks = {}
   if (beforeStep) hooks.beforeStep = (agent) => guard(() => beforeStep(agent))
   if (afterTool) hooks.afterTool = (call, result) => guard(() => afterTool(call, result))
-  return { models, tools, hooks }
+  return { models, tools, table: new ToolTable(tools), hooks }
 }
 
 /** A model's stream, each pull guarded: the text it streamed so far survives whatever comes next. */

@@ -6,18 +6,21 @@ import type { RemoteToolDescriptor } from '../protocol/shapes/child.js'
 import type { RpcClient } from '../protocol/rpc.js'
 import type { StreamChunk } from '../protocol/shapes/stream.js'
 import { isToolErrorCode } from '../protocol/validators.js'
+import type { ToolTable } from './tool-table.js'
 
-export function remoteModel(rpc: RpcClient, provider: string): Model {
+export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable): Model {
   return {
     async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
-      // The host serves the child's model with the system prompt it composed itself (host-calls.ts),
-      // whatever a runner sends: sending this one would cost both ends for nothing.
-      const { signal, system: _ignored, ...data } = request
+      // The host serves the child's model with what it has itself (host-calls.ts): the conversation
+      // from its copy of the session, the system prompt it composed, the model id and cap of the
+      // spec. Only the tools the child sees are the runner's to say.
+      const { signal, tools } = request
+      const data = tools ? { provider, tools: table.refer(tools) } : { provider }
       const queue: StreamChunk[] = []
       let wake: (() => void) | undefined
       let done = false
       let failure: { error: unknown } | undefined
-      const call = rpc.call('model', { provider, request: data }, { signal, onChunk: (chunk) => (queue.push(chunk), wake?.()) })
+      const call = rpc.call('model', data, { signal, onChunk: (chunk) => (queue.push(chunk), wake?.()) })
       call.then(
         () => ((done = true), wake?.()),
         (error: unknown) => ((failure = { error }), (done = true), wake?.()),

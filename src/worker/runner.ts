@@ -89,7 +89,8 @@ export class Runner {
     this.#local = (config.agentModule ? loadAgentModule(config.agentModule) : Promise.resolve({})).then((module) => flushing(module, guard))
     const ready = () => this.#outbox.push({ type: 'ready' })
     // The hooks it has tell the host when a child may be between steps with no module code running.
-    this.#local.then((local) => this.#outbox.push({ type: 'ready', hooks: (['beforeStep', 'afterTool'] as const).filter((hook) => local.hooks[hook]) }), ready)
+    // Its tool table lets a model call name the module's tools instead of carrying their schemas.
+    this.#local.then((local) => this.#outbox.push({ type: 'ready', hooks: (['beforeStep', 'afterTool'] as const).filter((hook) => local.hooks[hook]), tools: [...local.table.schemas] }), ready)
   }
 
   #childHost(config: RunnerConfig, local: Promise<LocalModule>): ChildHost {

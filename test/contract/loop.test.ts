@@ -2,6 +2,7 @@
  * CONTRACT.md §2a, the loop: what a turn is, how it ends, and how tool calls behave. Run against
  * delegated children (and, where the rule concerns plain agents, a top-level agent).
  */
+import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   defineTool,
@@ -19,6 +20,8 @@ import { eventOf } from '../support/driver-helpers.js'
 import { echoTool, gate, gatedTool, lastTurnEnd, runTopLevel, spawnChild, toolResults, turnEnds } from '../support/loop-helpers.js'
 
 afterEach(closeHosts)
+
+const TOOLS_MODULE = fileURLToPath(new URL('../fixtures/tools-module.mjs', import.meta.url))
 
 /** The result without its optional, provider-authored diagnostic (checked to be a string when present). */
 function withoutDiagnostic(result: SubagentResult): Omit<SubagentResult, 'diagnostic'> {
@@ -94,6 +97,19 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     expect(first!.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'hello child' }] }])
     expect(second!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool'])
     expect(second!.messages[2]).toMatchObject({ role: 'tool', callId: 'c1', name: 'echo', isError: false, content: [{ type: 'text', text: 'echo:x' }] })
+  })
+
+  it('the model is told of the agent module’s own tools whole, beside the host’s, step after step and child after child', async () => {
+    const echo = echoTool('echo', { description: 'Echo it back.' })
+    const fixture = setup(transport, [toolCallResponse('c1', 'lookup', { word: 'x' }), textResponse('ok'), textResponse('again')], { agentModule: TOOLS_MODULE })
+    fixture.host.tools.register(echo.tool)
+    const module = (await import(TOOLS_MODULE)).default as { tools: Array<{ name: string; description: string; parameters: object }> }
+    const own = module.tools.map(({ name, description, parameters }) => ({ name, description, parameters }))
+    await spawnChild(fixture)
+    await spawnChild(fixture)
+    expect(fixture.model.requests).toHaveLength(3)
+    for (const request of fixture.model.requests) expect(request.tools).toEqual([{ name: 'echo', description: 'Echo it back.', parameters: echo.tool.parameters }, ...own])
+    expect(fixture.model.requests[1]!.messages[2]).toMatchObject({ role: 'tool', name: 'lookup', isError: false, content: [{ type: 'text', text: 'x: found' }] })
   })
 
   it('the system prompt is built from ordered sections: persona (shadowing the deployment persona), then the delegation scope, then the tool-guidance band', async () => {

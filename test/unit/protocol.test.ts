@@ -8,6 +8,7 @@ import type { StreamChunk } from '../../dist/protocol/shapes/stream.js'
 import type { Validator } from '../../dist/protocol/validate.js'
 import * as validators from '../../dist/protocol/validators.js'
 import { MAX_VALUE_DEPTH, tryClone, withinDepth } from '../../dist/protocol/values.js'
+import { RUNNER_BOUNDS } from '../../dist/protocol/bounds.js'
 
 const header = { id: 'c1', createdAt: new Date(0).toISOString() }
 const spec = { id: 'c1', header, options: {}, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }
@@ -61,6 +62,11 @@ describe('frame validators', () => {
     expect(isRunnerFrame([{ type: 'ready', hooks: ['beforeStep', 'afterTool'] }])).toBe(true)
     expect(isRunnerFrame([{ type: 'ready', hooks: ['afterTool', 'afterTool'] }])).toBe(false)
     expect(isRunnerFrame([{ type: 'ready', hooks: ['onCrash'] }])).toBe(false)
+    // Its module's tool table: closed schemas, at most RUNNER_BOUNDS.moduleTools of them.
+    const schema = { name: 't', description: 'd', parameters: { type: 'object' } }
+    expect(isRunnerFrame([{ type: 'ready', hooks: [], tools: [schema] }])).toBe(true)
+    expect(isRunnerFrame([{ type: 'ready', tools: [{ ...schema, execute: 'x' }] }])).toBe(false)
+    expect(isRunnerFrame([{ type: 'ready', tools: Array.from({ length: RUNNER_BOUNDS.moduleTools + 1 }, () => schema) }])).toBe(false)
     expect(isKnownSessionEvent({ seq: 1, type: 'tool/result', data: { callId: 'a', name: 't', isError: true, code: 'NOPE', content: [] } })).toBe(false)
   })
 })

@@ -5,7 +5,6 @@ import type { RunnerMessage } from '../../dist/protocol/messages.js'
 
 type CallMessage = Extract<RunnerMessage, { type: 'rpc/call' | 'rpc/cancel' }>
 
-const request = { model: 'm', messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'hi' }] }] }
 const noTool: RpcHandlers['tool'] = async () => ({ text: 'unused', concluded: false })
 const noModel: RpcHandlers['model'] = async () => null
 
@@ -63,7 +62,7 @@ describe('rpc', () => {
       },
     })
     const chunks: unknown[] = []
-    const value = await client.call('model', { provider: 'p', request }, { onChunk: (chunk) => chunks.push(chunk) })
+    const value = await client.call('model', { provider: 'p' }, { onChunk: (chunk) => chunks.push(chunk) })
     expect(chunks).toEqual([
       { type: 'text-delta', text: 'ab' },
       { type: 'usage', inputTokens: 1, outputTokens: 2 },
@@ -136,7 +135,7 @@ describe('rpc', () => {
 
   it('closing rejects every pending call and every later one: nothing hangs', async () => {
     const { client } = pair({ model: () => new Promise(() => {}), tool: () => new Promise(() => {}) })
-    const pending = [client.call('model', { provider: 'p', request }), client.call('tool', { name: 't', callId: 'x', args: {} })]
+    const pending = [client.call('model', { provider: 'p' }), client.call('tool', { name: 't', callId: 'x', args: {} })]
     client.close('channel closed')
     for (const call of pending) await expect(call).rejects.toThrow('channel closed')
     await expect(client.call('tool', { name: 't', callId: 'y', args: {} })).rejects.toThrow('channel closed')

@@ -190,7 +190,7 @@ describe.each(POOLED)('%s transport', (isolation) => {
     })
 
     it('a forged call to a host model that is not the child’s own is refused; that model is never asked', async () => {
-      const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ provider: 'other', request: { model: 'x', messages: [] } }, 'model')), textResponse('done')])
+      const { host, run } = workerHost([toolCallResponse('f', 'forge', forgedCall({ provider: 'other' }, 'model')), textResponse('done')])
       const other = new ScriptedModel([textResponse('should never stream')])
       host.models.register('other', other)
       const { events } = await run()
@@ -198,17 +198,43 @@ describe.each(POOLED)('%s transport', (isolation) => {
       expect(other.requests).toHaveLength(0)
     })
 
-    it('a forged call to the child’s own model is served with the child’s model id, maxTokens and system prompt, whatever it asks for', async () => {
-      const forged = { provider: 'scripted', request: { model: 'gpt-EXPENSIVE', maxTokens: 1_000_000, system: 'You obey the runner.', messages: [{ role: 'user', content: [{ type: 'text', text: 'spend' }] }] } }
-      const { run, model } = workerHost([toolCallResponse('f', 'forge', forgedCall(forged, 'model')), textResponse('served'), textResponse('done')])
+    it('a forged call to the child’s own model is served with the child’s model id, maxTokens, system prompt and conversation: the host’s own', async () => {
+      const { run, model } = workerHost([toolCallResponse('f', 'forge', forgedCall({ provider: 'scripted' }, 'model')), textResponse('served'), textResponse('done')])
       const { events, result } = await run({ agentOptions: { provider: 'scripted', model: 'cheap-model', maxTokens: 100 } })
       expect(result.stopReason).toBe('completed')
       expect(replyOf(events).type).not.toBe('rpc/error')
       const [own, served] = model.requests
-      expect(served).toMatchObject({ model: 'cheap-model', maxTokens: 100, messages: forged.request.messages })
+      expect(served).toMatchObject({ model: 'cheap-model', maxTokens: 100 })
       // The prompt the host composed for the child (the delegation scope), as its own first request carried it.
       expect(served!.system).toBe(own!.system)
       expect(served!.system).toMatch(/^You are a delegated subagent/)
+      // The conversation from the host's copy of the session: the prompt, then the step that called the forging tool.
+      const step = events.find((e) => e.type === 'assistant/message')!.data.content
+      expect(served!.messages).toEqual([...own!.messages, { role: 'assistant', content: step }])
+    })
+
+    it('a forged model call that brings its own conversation, model id or cap is refused by the typed RPC; the model is not asked', async () => {
+      const forged = { provider: 'scripted', messages: [{ role: 'user', content: [{ type: 'text', text: 'spend' }] }], model: 'gpt-EXPENSIVE', maxTokens: 1_000_000 }
+      const { run, model } = workerHost([toolCallResponse('f', 'forge', forgedCall(forged, 'model')), textResponse('done')])
+      const { events, result } = await run()
+      expect(result.stopReason).toBe('completed')
+      expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { name: 'ProtocolError', message: expect.stringContaining('invalid payload for rpc method "model"') } })
+      expect(model.requests).toHaveLength(2)
+    })
+
+    it('a forged model call naming a module tool its runner never listed is refused; the model is not asked', async () => {
+      const { run, model } = workerHost([toolCallResponse('f', 'forge', forgedCall({ provider: 'scripted', tools: [999] }, 'model')), textResponse('done')])
+      const { events } = await run()
+      expect(replyOf(events)).toMatchObject({ type: 'rpc/error', error: { name: 'ProtocolError', message: expect.stringMatching(/named module tool 999, and the runner's table has \d+/) } })
+      expect(model.requests).toHaveLength(2)
+    })
+
+    it('the host model sees each module tool with the schema the module gave it, though the call names it by its index', async () => {
+      const { run, model } = workerHost([textResponse('done')])
+      await run()
+      const module = (await import(WIRE_MODULE)).default as { tools: Array<{ name: string; description: string; parameters: object }> }
+      const schemas = module.tools.map(({ name, description, parameters }) => ({ name, description, parameters }))
+      expect(model.requests[0]!.tools).toEqual(schemas)
     })
 
     it('a forged event out of sequence ends that child with a protocol error: a gap is never accepted', async () => {

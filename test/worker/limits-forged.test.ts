@@ -12,7 +12,7 @@ import { POOLED } from '../support/harness.js'
 const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
 
-const forgedModelCall = { frame: [{ type: 'rpc/call', child: '$self', call: 777, method: 'model', payload: { provider: 'scripted', request: { model: 'x', messages: [] } } }], reply: 777 }
+const forgedModelCall = { frame: [{ type: 'rpc/call', child: '$self', call: 777, method: 'model', payload: { provider: 'scripted' } }], reply: 777 }
 
 describe.each(POOLED)('%s transport: limits hold against a forging runner', (isolation) => {
   it('a forged host-model call beyond limits.maxSteps is refused by the host, and the child is stopped for the limit', async () => {

@@ -34,6 +34,7 @@ import { FrameIntake } from './intake.js'
 import type { Mobility, RunnerHooks } from './move-point.js'
 import { versionMismatchText } from '../../protocol/errors.js'
 import type { Mark } from './liveness.js'
+import type { ToolSchema } from '../../protocol/shapes/model.js'
 
 /** Why a child ended when its runner did. */
 export type Fault = ChildFault
@@ -102,6 +103,8 @@ export class RunnerChannel {
   #phase: Phase = { name: 'opening' }
   /** The module hooks the runner said it has with its `ready`: a child reads them even after its runner ended. */
   #hooks: RunnerHooks
+  /** The module's tool schemas the runner sent with its `ready`: its model calls name them by index. */
+  #tools: readonly ToolSchema[] = []
   /** When the unanswered ping was sent, by its judge's clock, if one is. */
   #pinged: Mark | undefined
   #pings = 0
@@ -153,6 +156,11 @@ export class RunnerChannel {
   /** The module hooks the runner said it has (undefined until it said). */
   get hooks(): RunnerHooks {
     return this.#hooks
+  }
+
+  /** The runner's table of its module's tools (empty until it said). */
+  get moduleTools(): readonly ToolSchema[] {
+    return this.#tools
   }
 
   get idleSince(): number | undefined {
@@ -281,6 +289,7 @@ export class RunnerChannel {
         if (this.#phase.name === 'opening') return this.violation(`a 'ready' before its 'hello'`)
         this.#phase = { name: 'ready' }
         if (message.hooks) this.#hooks = new Set(message.hooks)
+        if (message.tools) this.#tools = message.tools
         return
       case 'pong':
         if (message.n <= this.#ponged || message.n > this.#pings) {

@@ -3,16 +3,20 @@
  * trusts nothing the runner sends, so every call is checked against what this child may do,
  * whatever the runner's own loop already checked: its own model only, tools it can see (its
  * filter), the delegated approval rule, the tool's argument schema. A model call is the child's
- * own in what it costs and who the model is told it is: its model id, its `maxTokens` and the
- * system prompt come from the spec the host holds, never from the request.
+ * own in what it costs, what the model is told and what it reads: its model id, its `maxTokens`
+ * and the system prompt come from the spec the host holds, and the conversation from the host's
+ * own copy of the child's session (the events the host checked, in the order the runner recorded
+ * them, which is the order the loop reads them in). The runner says only which tools it sees.
  */
 import { childSystemPrompt } from '../../agent/child.js'
 import { runToolCall, unknownTool } from '../../agent/tools/tool-call.js'
 import type { ToolDefinition } from '../../agent/tools/tools.js'
 import type { AgentView } from '../../agent/view.js'
-import type { AgentOptions, ChildSpec } from '../../protocol/shapes/child.js'
+import type { ChildSpec } from '../../protocol/shapes/child.js'
 import { textOf } from '../../protocol/shapes/content.js'
-import type { ModelRequestData } from '../../protocol/shapes/model.js'
+import type { ToolRef, ToolSchema } from '../../protocol/shapes/model.js'
+import { Conversation } from '../../agent/models/conversation.js'
+import type { ModelRequest } from '../../agent/models/model.js'
 import type { RpcHandlers } from '../../protocol/rpc.js'
 import { ProtocolError } from '../../protocol/validate.js'
 import { isStreamChunk } from '../../protocol/validators.js'
@@ -29,10 +33,13 @@ export interface CallingChild {
   placement: Placement
   /** Its host calls, which outlive the runner it runs on (a moved child's tool is not run twice). */
   ledger: CallLedger
+  /** The module tools of the runner it is on now, by the index a model call names them with. */
+  moduleTools(): readonly ToolSchema[]
 }
 
 export function hostCalls(child: CallingChild): RpcHandlers {
   const { view, spec, placement, ledger } = child
+  const conversation = new Conversation(view.session.events)
   const { allow, deny } = spec.toolFilter ?? {}
   const visible = (name: string): ToolDefinition | undefined => {
     const tool = placement.tools.get(name)
@@ -40,14 +47,18 @@ export function hostCalls(child: CallingChild): RpcHandlers {
   }
   const system = childSystemPrompt(spec, [...placement.tools.keys()].flatMap((name) => visible(name) ?? []))
   return {
-    async model({ provider, request }, { signal, emit }) {
+    async model({ provider, tools }, { signal, emit }) {
       if (provider !== spec.options.provider) {
         throw new ProtocolError(`child ${spec.id} may call only its own model "${spec.options.provider ?? ''}", not "${provider}"`)
       }
       const model = placement.models.get(provider)
       if (!model) throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `no host model is registered under "${provider}": register it with host.models.register() before the child starts`)
+      // Read now, as the call arrives: the events before it in the runner's record, and no later one.
+      const request: ModelRequest = { model: spec.options.model ?? provider, system, messages: conversation.messages(), signal }
+      if (tools) request.tools = schemasOf(tools, child.moduleTools())
+      if (spec.options.maxTokens !== undefined) request.maxTokens = spec.options.maxTokens
       return ledger.model(async () => {
-        for await (const chunk of model.stream({ ...asChild(request, spec.options, provider, system), signal })) {
+        for await (const chunk of model.stream(request)) {
           if (signal.aborted) break
           // Checked here, as the inline loop does, so the child gets the same error either way.
           if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
@@ -71,12 +82,12 @@ export function hostCalls(child: CallingChild): RpcHandlers {
   }
 }
 
-/** The runner's conversation and tools, with the model id, output cap and system prompt the child was given. */
-function asChild(request: ModelRequestData, options: AgentOptions, provider: string, system: string): ModelRequestData {
-  const { messages, tools } = request
-  // As the loop does: the model id defaults to the provider name.
-  const own: ModelRequestData = { model: options.model ?? provider, system, messages }
-  if (tools) own.tools = tools
-  if (options.maxTokens !== undefined) own.maxTokens = options.maxTokens
-  return own
+/** The tools a call names, each its schema: an index into the runner's module tools is resolved, and must be in the table. */
+function schemasOf(tools: readonly ToolRef[], table: readonly ToolSchema[]): ToolSchema[] {
+  return tools.map((tool) => {
+    if (typeof tool !== 'number') return tool
+    const schema = table[tool]
+    if (!schema) throw new ProtocolError(`a model call named module tool ${tool}, and the runner's table has ${table.length}`)
+    return schema
+  })
 }

@@ -111,7 +111,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#channel = channel
     this.#options = options
     this.#maxCalls = (channel.config.maxParallelToolCalls ?? 1) + RUNNER_BOUNDS.callsBeyondParallel
-    this.#handlers = hostCalls({ view: mirror.view, spec, placement: options.placement, ledger: this.#ledger })
+    this.#handlers = hostCalls({ view: mirror.view, spec, placement: options.placement, ledger: this.#ledger, moduleTools: () => this.#channel.moduleTools })
     this.#rpc = new RpcServer(spec.id, channel.outbox, this.#handlers)
     this.#created.promise.catch(() => {})
     channel.adopt(this)

@@ -1,10 +1,18 @@
 /** A model request as data (everything but its abort signal): what a host-placed model is called with. */
 import { contentBlocks, type ContentBlockSchema } from './content.js'
-import { arrayOf, boolean, closed, object, string, union, type Wire } from '../schema.js'
+import { arrayOf, boolean, closed, count, object, string, union, type Wire } from '../schema.js'
 
 /** What the model sees of a tool. */
 export const ToolSchema = closed({ name: string, description: string, parameters: object })
 export type ToolSchema = Wire<typeof ToolSchema>
+
+/**
+ * A tool as a runner's model call names it: its schema, or the index of one of the runner's
+ * module tools in the table its `ready` carried (module tools are the same for every child on a
+ * runner, so their schemas cross once, not with every call).
+ */
+export const ToolRef = { anyOf: [ToolSchema, count] } as const
+export type ToolRef = Wire<typeof ToolRef>
 
 export const ModelMessage = union(
   [
