@@ -124,7 +124,11 @@ export class AgentRuntime implements Agent {
     return this.dispose()
   }
 
-  /** Queues a user message; a turn starts now if the agent is idle. */
+  /**
+   * Queues a user message; a turn starts now if the agent is idle: its `turn/start` and this
+   * `user/message` are recorded before `followup` returns (a host that published the message
+   * records them itself, and its runner does not send them back).
+   */
   followup(message: string | ContentBlock[], source: { kind: string } = { kind: 'user' }): void {
     this.#queue.push({ content: toContent(message), source })
     this.#idle ??= this.#drain()

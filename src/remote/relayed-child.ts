@@ -96,7 +96,9 @@ export class RelayedChild implements ChannelChild {
     // Held, only the host's rebuild matters: whatever it sent before it heard of the thread's end was for that thread.
     if (this.#phase === 'held') return message.type === 'create' ? this.#rebuild(message) : undefined
     switch (message.type) {
+      // A moved child's turn goes on with a continue: it is running as a published one is.
       case 'publish':
+      case 'continue':
         this.#published = true
         break
       case 'abort':

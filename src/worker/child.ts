@@ -41,6 +41,8 @@ export class RunnerChild {
   readonly #rpc: RpcClient
   #state: State = 'building'
   #composed: ComposedChild | undefined
+  /** The types of the next events, which the host recorded itself (a publish: the turn's start and prompt). */
+  #hostRecorded: SessionEvent['type'][] = []
   /** This child's events message in the current frame, still open for more events. */
   #open: { message: EventsMessage; epoch: number } | undefined
 
@@ -76,6 +78,8 @@ export class RunnerChild {
     switch (message.type) {
       case 'publish':
         if (this.#state !== 'built') return this.#host.fatal(new ProtocolError(`the host published child ${this.id} while it was ${this.#state}`))
+        // The host records the turn's start and its prompt as it publishes: they are not sent back.
+        this.#hostRecorded = ['turn/start', 'user/message']
         return this.#run((agent) => agent.followup(message.prompt, { kind: 'parent' }))
       case 'continue':
         if (this.#state !== 'built') return this.#host.fatal(new ProtocolError(`the host continued child ${this.id} while it was ${this.#state}`))
@@ -136,6 +140,11 @@ export class RunnerChild {
 
   #record(event: SessionEvent): void {
     if (this.#state === 'closed') return
+    if (this.#hostRecorded.length > 0) {
+      const expected = this.#hostRecorded.shift()
+      if (event.type !== expected) this.fail(new Error(`the child recorded '${event.type}' where the host records '${expected}' for its publish`))
+      return
+    }
     const { epoch } = this.#host.outbox
     if (this.#open?.epoch === epoch) {
       this.#open.message.events.push(event as EventsMessage['events'][number])

@@ -39,6 +39,19 @@ describe.each(TRANSPORTS)('§2 the run [%s]', (transport) => {
     await run.dispose()
   })
 
+  it("§2 once start() fulfils, the child's record holds its turn's start and its prompt, as inline's does at once", async () => {
+    const fx = setup(transport, [textResponse('ok')])
+    const run = await fx.host.spawn.start({ prompt: 'first of all', parent: fx.parent, signal: signal() })
+    // Read before any of the child's own frames could arrive: the host recorded these as it published.
+    expect(childEvents(fx.host, run).slice(0, 2).map(({ type, data }) => ({ type, data }))).toEqual([
+      { type: 'turn/start', data: {} },
+      { type: 'user/message', data: { content: [{ type: 'text', text: 'first of all' }], source: { kind: 'parent' } } },
+    ])
+    await run.result
+    expect(types(childEvents(fx.host, run))).toEqual(['turn/start', 'user/message', 'subagent/descriptor', 'assistant/chunk', 'assistant/message', 'turn/end'])
+    await run.dispose()
+  })
+
   it("§2 a content-block prompt is sent unchanged as the child's user message", async () => {
     const fx = setup(transport, [textResponse('ok')])
     const prompt: ContentBlock[] = [

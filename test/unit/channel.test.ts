@@ -117,10 +117,16 @@ describe('runner channel: the host trusts nothing the runner sends', () => {
   })
 
   it('a gap or a repeat in a child’s event sequence is a protocol error, never accepted', async () => {
-    const setup = channel()
-    const { outcome } = await running(setup)
-    setup.ch.receive([{ type: 'events', child: 'c1', events: [{ seq: 0, type: 'turn/start', data: {} }, { seq: 2, type: 'turn/end', data: { reason: { kind: 'completed' } } }] }])
-    expect(await outcome).toEqual({ fault: { stopReason: 'error', diagnostic: "protocol error: the test runner sent event 2 where event 1 was due: a gap or a repeat in the child's record" } })
+    // The host recorded events 0 and 1 (the turn's start and prompt) as it published.
+    const gap = channel()
+    const first = await running(gap)
+    gap.ch.receive([{ type: 'events', child: 'c1', events: [{ seq: 2, type: 'subagent/descriptor', data: { mode: 'one-shot', provider: 'spawn' } }, { seq: 4, type: 'turn/end', data: { reason: { kind: 'completed' } } }] }])
+    expect(await first.outcome).toEqual({ fault: { stopReason: 'error', diagnostic: "protocol error: the test runner sent event 4 where event 3 was due: a gap or a repeat in the child's record" } })
+    // A runner that sends back what the host recorded repeats it.
+    const repeat = channel()
+    const second = await running(repeat)
+    repeat.ch.receive([{ type: 'events', child: 'c1', events: [{ seq: 0, type: 'turn/start', data: {} }] }])
+    expect(await second.outcome).toEqual({ fault: { stopReason: 'error', diagnostic: "protocol error: the test runner sent event 0 where event 2 was due: a gap or a repeat in the child's record" } })
   })
 
   it('a message out of phase is a protocol error: events before the child was published', async () => {

@@ -36,32 +36,32 @@ describe('where a child is when its runner goes', () => {
   it('waiting on its host model: it moves and makes the request again', () => {
     const ledger = new CallLedger()
     void ledger.model(() => new Promise(() => {}))
-    expect(where([...start, { type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: 'part' } } }], ledger)).toEqual({ kind: 'continue', concluded: false })
+    expect(where([...start, { type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: 'part' } } }], ledger)).toEqual({ concluded: false })
   })
 
   it('between steps, with a host model and no beforeStep hook: it moves; with the hook, or a module model, or hooks unknown, it does not', () => {
     const between = [...start, message(call('h', 'host_tool')), result('h', 'host_tool')]
-    expect(where(between)).toEqual({ kind: 'continue', concluded: false })
+    expect(where(between)).toEqual({ concluded: false })
     expect(where(between, undefined, { hooks: new Set(['beforeStep']) })).toBeUndefined()
     expect(where(between, undefined, { hostModel: false })).toBeUndefined()
     expect(where(between, undefined, { hooks: undefined })).toBeUndefined()
-    // Its turn never began: it is published again.
-    expect(where([])).toEqual({ kind: 'publish' })
+    // No turn at all: it was never published (the host records the turn's start as it publishes).
+    expect(where([])).toBeUndefined()
   })
 
   it('waiting on host tools: it moves; a module tool of the step that may have begun keeps it', async () => {
-    expect(where([...start, message(call('a', 'host_tool'))], ledgerWith(['a']))).toEqual({ kind: 'continue', concluded: false })
+    expect(where([...start, message(call('a', 'host_tool'))], ledgerWith(['a']))).toEqual({ concluded: false })
     // A module tool after the host tool, with slots free: it may be running.
     expect(where([...start, message(call('a', 'host_tool'), call('m', 'module_tool'))], ledgerWith(['a']))).toBeUndefined()
     // Every slot holds a running host tool: the module tool never began.
-    expect(where([...start, message(call('a', 'host_tool'), call('m', 'module_tool'))], ledgerWith(['a']), { maxParallel: 1 })).toEqual({ kind: 'continue', concluded: false })
+    expect(where([...start, message(call('a', 'host_tool'), call('m', 'module_tool'))], ledgerWith(['a']), { maxParallel: 1 })).toEqual({ concluded: false })
     // A module tool first, without its result: module code.
     expect(where([...start, message(call('m', 'module_tool'), call('a', 'host_tool'))], ledgerWith(['a']))).toBeUndefined()
     // A host tool done whose result is not recorded: an afterTool hook may be running on it.
     const done = ledgerWith([], ['a'])
     await done.tools.get('a')!.reply
     expect(where([...start, message(call('a', 'host_tool'))], done, { hooks: new Set(['afterTool']) })).toBeUndefined()
-    expect(where([...start, message(call('a', 'host_tool'))], done)).toEqual({ kind: 'continue', concluded: false })
+    expect(where([...start, message(call('a', 'host_tool'))], done)).toEqual({ concluded: false })
   })
 
   it('a turn that ended, or a step with no calls: only its last word was lost, so it does not move', () => {
@@ -71,15 +71,15 @@ describe('where a child is when its runner goes', () => {
 
   it('a captured structured value concludes the step: it moves to end its turn, whatever its hooks', () => {
     const captured = [...start, message(call('s', 'structured_output', '{"n":1}')), result('s', 'structured_output')]
-    expect(where(captured, undefined, { hooks: new Set(['beforeStep']) })).toEqual({ kind: 'continue', concluded: true })
+    expect(where(captured, undefined, { hooks: new Set(['beforeStep']) })).toEqual({ concluded: true })
   })
 
   it("a node that died ('held': its last frames may be lost): only a child a host call in flight holds moves", async () => {
     const held = { mobility: 'held' } as const
     const model = new CallLedger()
     void model.model(() => new Promise(() => {}))
-    expect(where([...start], model, held)).toEqual({ kind: 'continue', concluded: false })
-    expect(where([...start, message(call('a', 'host_tool'))], ledgerWith(['a']), held)).toEqual({ kind: 'continue', concluded: false })
+    expect(where([...start], model, held)).toEqual({ concluded: false })
+    expect(where([...start, message(call('a', 'host_tool'))], ledgerWith(['a']), held)).toEqual({ concluded: false })
     // Between steps, never begun, its host tools all done, or a captured value: lost frames may hide what came next.
     expect(where([...start, message(call('h', 'host_tool')), result('h', 'host_tool')], undefined, held)).toBeUndefined()
     expect(where([], undefined, held)).toBeUndefined()

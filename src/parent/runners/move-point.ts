@@ -25,8 +25,8 @@ export type RunnerHooks = ReadonlySet<'beforeStep' | 'afterTool'> | undefined
  */
 export type Mobility = 'heard' | 'held'
 
-/** How a moved child goes on: its turn never began (publish it again), or it continues the open one. */
-export type MovePoint = { kind: 'publish' } | { kind: 'continue'; concluded: boolean }
+/** How a moved child goes on: it continues its open turn (which the host recorded as begun when it published the child). */
+export type MovePoint = { concluded: boolean }
 
 export interface Whereabouts {
   events: readonly SessionEvent[]
@@ -48,10 +48,11 @@ export function movePoint(where: Whereabouts): MovePoint | undefined {
   const betweenSteps = where.mobility === 'heard' && where.hostModel && hooks !== undefined && !hooks.has('beforeStep')
   let start = events.length - 1
   while (start >= from && events[start]!.type !== 'turn/start' && events[start]!.type !== 'turn/end') start--
-  if (start < from) return betweenSteps ? { kind: 'publish' } : undefined
+  // No turn: not published (the host records a turn's start as it publishes), so not running.
+  if (start < from) return undefined
   // Its turn ended: only the runner's last word was lost, and moving would run it again.
   if (events[start]!.type === 'turn/end') return undefined
-  if (ledger.models > 0) return { kind: 'continue', concluded: false }
+  if (ledger.models > 0) return { concluded: false }
 
   let calls: ToolCallBlock[] | undefined
   let structured = false
@@ -66,12 +67,12 @@ export function movePoint(where: Whereabouts): MovePoint | undefined {
     }
   }
   // No step yet, or its model request returned and nothing after it began.
-  if (calls === undefined) return betweenSteps ? { kind: 'continue', concluded: false } : undefined
+  if (calls === undefined) return betweenSteps ? { concluded: false } : undefined
   const concluded = ledger.concluded || structured
   const held = where.mobility === 'held'
   // A step whose message has no calls ends the turn: only its end was lost.
   if (calls.length === 0 && !hasResults(events, start)) return undefined
-  if (calls.length === 0) return betweenSteps || (concluded && !held) ? { kind: 'continue', concluded } : undefined
+  if (calls.length === 0) return betweenSteps || (concluded && !held) ? { concluded } : undefined
 
   // Calls start in order: those that began are a prefix of the ones without a result, and each
   // must be a host tool (in flight, or done with no afterTool hook to run on its result).
@@ -87,7 +88,7 @@ export function movePoint(where: Whereabouts): MovePoint | undefined {
   // A step whose host tools are all done may have gone on in frames that were lost.
   if (held && inFlight === 0) return undefined
   // The rest never began when every slot of its loop holds a host tool still running.
-  if (began === calls.length || inFlight >= where.maxParallel) return { kind: 'continue', concluded }
+  if (began === calls.length || inFlight >= where.maxParallel) return { concluded }
   return undefined
 }
 

@@ -97,7 +97,6 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   #phase: Phase = 'creating'
   /** Set once a cancel was sent: the child then has `graceMs` to end its turn. */
   #grace: NodeJS.Timeout | undefined
-  #prompt: ContentBlock[] | undefined
   /** While moving: how it goes on once rebuilt, and the wait for a slot. */
   #move: { point: MovePoint; placing: AbortController } | undefined
   #moves = 0
@@ -146,10 +145,21 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   run(prompt: ContentBlock[]): Promise<ChildOutcome> {
     if (this.#phase === 'created') {
       this.#phase = 'running'
-      this.#prompt = prompt
       this.#channel.send({ type: 'publish', child: this.id, prompt })
+      this.#begin(prompt)
     }
     return this.#outcome.promise
+  }
+
+  /**
+   * What the publish makes the child record at once, before anything of its turn runs (its loop
+   * starts the turn as it takes the message): the host records it itself, and the runner does not
+   * send it back, so a prompt crosses once.
+   */
+  #begin(prompt: ContentBlock[]): void {
+    const events = this.#mirror.view.session.events
+    this.#mirror.append({ seq: events.length, type: 'turn/start', data: {} })
+    this.#mirror.append({ seq: events.length, type: 'user/message', data: { content: prompt.map((block) => ({ ...block })), source: { kind: 'parent' } } })
   }
 
   cancel(reason: unknown): void {
@@ -318,15 +328,14 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     channel.send(createMessage(spec, this.#options.placement))
   }
 
-  /** Rebuilt: the turn goes on (or, when it never began, starts) on the new runner. */
+  /** Rebuilt: the turn goes on on the new runner. */
   #resume(): void {
     const { point } = this.#move!
     this.#move = undefined
     this.#phase = 'running'
     // Before the turn goes on, so its next step takes them.
     for (const notice of this.#heldNotices.splice(0)) this.#channel.send({ type: 'notify', child: this.id, ...notice })
-    if (point.kind === 'publish') this.#channel.send({ type: 'publish', child: this.id, prompt: this.#prompt! })
-    else this.#channel.send({ type: 'continue', child: this.id, concluded: point.concluded })
+    this.#channel.send({ type: 'continue', child: this.id, concluded: point.concluded })
   }
 
   #validStructured(value: unknown): boolean {
