@@ -9,6 +9,9 @@
  *   a lost job gone, failed, or active with its lock expired.
  *   batching   the adds of one turn go as one `addBulk`, the claim checks of one turn's takes as one
  *              MULTI (TurnBatch): the same commands, fewer round trips.
+ *   served     BullMQ's worker count of the depth's queue (CLIENT LIST: each node's Worker names its
+ *              connection): a live node is connected, busy or not. A Redis without CLIENT LIST (GCP)
+ *              counts as served, so a start there waits instead of failing.
  *   timeouts   every wait on Redis is bounded by `redisTimeoutMs` (BullMQ and ioredis would retry
  *              forever); a dropped connection is reported, since pub/sub may have lost frames.
  */
@@ -34,6 +37,8 @@ export interface BullmqTransportOptions {
   redisTimeoutMs?: number
   /** How long a node may leave the heartbeat unanswered before its children end `error`; default 3000. */
   nodeSilenceMs?: number
+  /** How long a start may wait on a queue no live node serves before it fails; default 30000. One behind busy nodes waits on. */
+  placementTimeoutMs?: number
 }
 
 interface Settings {
@@ -41,12 +46,13 @@ interface Settings {
   queue: string
   redisTimeoutMs: number
   nodeSilenceMs: number
+  placementTimeoutMs: number
 }
 
 /** A finished job leaves nothing behind in Redis; it is never retried (a child runs at most once). */
 const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const
 
-const TRANSPORT_KEYS = new Set(['connection', 'queue', 'redisTimeoutMs', 'nodeSilenceMs'])
+const TRANSPORT_KEYS = new Set(['connection', 'queue', 'redisTimeoutMs', 'nodeSilenceMs', 'placementTimeoutMs'])
 
 /**
  * A turn's jobs in one `addBulk`; a lone one by `add`, which measured 10-35 % faster per
@@ -70,7 +76,15 @@ function settingsOf(options: BullmqTransportOptions): Settings {
     queue,
     redisTimeoutMs: integerOption('redisTimeoutMs', options.redisTimeoutMs, 1, MAX_TIMER_MS) ?? 5000,
     nodeSilenceMs: integerOption('nodeSilenceMs', options.nodeSilenceMs, HEARTBEAT_MS, MAX_TIMER_MS) ?? 3000,
+    placementTimeoutMs: integerOption('placementTimeoutMs', options.placementTimeoutMs, 1, MAX_TIMER_MS) ?? 30_000,
   }
+}
+
+interface DepthQueue {
+  queue: Queue
+  adds: TurnBatch<ChildJob, Job>
+  /** Whether a node serves the queue, while the broker is being asked. */
+  served: Promise<boolean | undefined> | undefined
 }
 
 class BullmqHostBroker implements HostBroker {
@@ -79,14 +93,16 @@ class BullmqHostBroker implements HostBroker {
   readonly #publisher: Redis
   readonly #subscriber: Redis
   readonly #subscribed: Promise<unknown>
+  readonly queue: string
   /** By queue name (depths past QUEUE_DEPTHS share one), with its adds of a turn batched. */
-  readonly #queues = new Map<string, { queue: Queue; adds: TurnBatch<ChildJob, Job> }>()
+  readonly #queues = new Map<string, DepthQueue>()
   /** The claim checks of a turn's takes, one MULTI: each job's lock token and processedBy, by job key. */
   readonly #claims = new TurnBatch<string, unknown[]>((keys) => this.#readClaims(keys))
   #lastRedisError: Error | undefined
 
   constructor(settings: Settings, host: string, events: BrokerEvents) {
     this.#settings = settings
+    this.queue = settings.queue
     this.#events = events
     this.#publisher = this.#client()
     this.#subscriber = this.#client()
@@ -108,6 +124,16 @@ class BullmqHostBroker implements HostBroker {
       lost: () => this.#lost(job),
       remove: () => void job.then((added) => added.remove()).catch(() => {}),
     }
+  }
+
+  /** Whether a BullMQ worker (a node) is connected to the depth's queue: one CLIENT LIST answers every start asking at once. */
+  served(depth: number): Promise<boolean | undefined> {
+    const entry = this.#queue(depth)
+    if (!entry.served) {
+      const asked = within(entry.queue.getWorkersCount(), this.#settings.redisTimeoutMs, () => 'no answer')
+      entry.served = asked.then((count) => count > 0, () => undefined).finally(() => (entry.served = undefined))
+    }
+    return entry.served
   }
 
   send(node: string, bytes: Buffer): void {
@@ -162,13 +188,13 @@ class BullmqHostBroker implements HostBroker {
     return client
   }
 
-  #queue(depth: number): { queue: Queue; adds: TurnBatch<ChildJob, Job> } {
+  #queue(depth: number): DepthQueue {
     const name = queueName(this.#settings.queue, depth)
     let entry = this.#queues.get(name)
     if (!entry) {
       const queue = new Queue(name, { connection: this.#publisher })
       queue.on('error', (error: Error) => void (this.#lastRedisError = error))
-      entry = { queue, adds: new TurnBatch((jobs) => addJobs(queue, jobs)) }
+      entry = { queue, adds: new TurnBatch((jobs) => addJobs(queue, jobs)), served: undefined }
       this.#queues.set(name, entry)
     }
     return entry

@@ -83,6 +83,8 @@ const KINDS = {
   ERR_SUBAGENT_TRANSPORT_REUSED: 'error',
   /** The node that took a child stopped before building it. */
   ERR_SUBAGENT_NODE_LOST: 'error',
+  /** A start waited placementTimeoutMs on a queue no live node serves. */
+  ERR_SUBAGENT_NO_NODE: 'error',
   /** A node asked for an agent module it does not serve. */
   ERR_SUBAGENT_MODULE_NOT_SERVED: 'error',
   // the named classes
@@ -143,6 +145,11 @@ export class SubagentTypeError<C extends SubagentErrorCode = SubagentErrorCode> 
 /** The one factory: the code says which class the error is. */
 export function subagentError(code: FactoryCode, message: string, options?: ErrorOptions): SubagentError | SubagentTypeError {
   return KINDS[code] === 'type' ? new SubagentTypeError(code, message, options) : new SubagentError(code, message, options)
+}
+
+/** A start on a remote queue no live node serves (CONTRACT.md §10), after waiting `ms`. */
+export function noNodeServes(queue: string, ms: number): SubagentError {
+  return new SubagentError('ERR_SUBAGENT_NO_NODE', `no node serves the queue '${queue}': the child waited ${ms} ms (placementTimeoutMs) and no live worker node takes its jobs (a node of another frame protocol version serves a queue of its own). Start one with \`subagent-worker node --queue ${queue}\` on the same Redis, or check that its nodes reach it`)
 }
 
 /**

@@ -38,6 +38,10 @@ export interface HostBroker {
   listening(): Promise<unknown>
   /** Queues `job` for a node serving children of `depth`. */
   enqueue(depth: number, job: ChildJob): QueuedJob
+  /** Whether a live node takes jobs of `depth`, busy or not; undefined while the broker cannot say. */
+  served(depth: number): Promise<boolean | undefined>
+  /** The queue's name as the user gave it, for errors. */
+  readonly queue: string
   /** Publishes an envelope to node `node`'s channel. */
   send(node: string, bytes: Buffer): void
   /** Why the host's nodes may have fallen silent, as far as its connection can tell. */

@@ -12,6 +12,9 @@
  *   abort      while queued, the job is removed; if a node took it meanwhile, its take is
  *              refused and the node lets the job go. After publication, as on threads: a
  *              cooperative cancel, then the node terminates the thread after abortGraceMs.
+ *   no node    a start still queued after `placementTimeoutMs` fails if no live node serves its
+ *              queue (asked of the broker then, and again each `placementTimeoutMs` it waits on);
+ *              one waiting behind busy nodes waits on, the queue being the back-pressure.
  *   failures   a node that stops answering the heartbeat is given up on within `nodeSilenceMs`;
  *              a broker command that does not answer in its bound (`redisTimeoutMs`) fails the start
  *              that waits on it (BullMQ and ioredis would retry forever); a dropped broker connection
@@ -27,11 +30,13 @@ import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportCont
 import { NodeLink } from './node-link.js'
 import type { HostBroker, OpenHostBroker, QueuedJob } from './broker.js'
 import { childJob, decode, encode, takesOf, type TakeMessage } from './envelope.js'
-import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, subagentError, versionMismatchText } from '../protocol/errors.js'
+import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, noNodeServes, subagentError, versionMismatchText } from '../protocol/errors.js'
 
 export interface RemoteHostSettings {
   /** How long a node may leave the heartbeat unanswered before its children end `error`. */
   nodeSilenceMs: number
+  /** How long a start may wait in a queue no live node serves before it fails. */
+  placementTimeoutMs: number
 }
 
 /** How often links are pinged and their silence judged. */
@@ -66,6 +71,8 @@ interface Queued {
   job: QueuedJob | undefined
   /** Sweeps in a row that found its job lost while no node had spoken of the child. */
   missing: number
+  /** When the broker is next asked whether a live node serves the queue. */
+  watch: NodeJS.Timeout | undefined
   /** A node holding its job took it: the child is built over that node's link, now. */
   claimed(channel: RunnerChannel): void
   failed(error: unknown): void
@@ -76,6 +83,7 @@ class RemoteHostTransport implements ChildTransport {
   readonly local = false
   /** This host's address on the broker. */
   readonly #id = randomUUID()
+  readonly #settings: RemoteHostSettings
   readonly #context: TransportContext
   readonly #broker: HostBroker
   readonly #links = new Map<string, NodeLink>()
@@ -87,6 +95,7 @@ class RemoteHostTransport implements ChildTransport {
   #closing: Promise<void> | undefined
 
   constructor(settings: RemoteHostSettings, context: TransportContext, open: OpenHostBroker) {
+    this.#settings = settings
     this.#context = context
     this.#broker = open(this.#id, { receive: (bytes) => this.#receive(bytes), lost: (why) => this.#connectionLost(why) })
     this.#judge = new SilenceJudge({ limitMs: settings.nodeSilenceMs, intervalMs: HEARTBEAT_MS })
@@ -123,8 +132,9 @@ class RemoteHostTransport implements ChildTransport {
       failed = reject
     })
     taken.catch(() => {}) // awaited below unless adding the job failed first
-    const queued: Queued = { spec, job: undefined, missing: 0, claimed, failed }
+    const queued: Queued = { spec, job: undefined, missing: 0, watch: undefined, claimed, failed }
     this.#queued.set(spec.id, queued)
+    this.#watch(queued)
     const onAbort = () => this.#giveUp(queued, signal.reason)
     signal.addEventListener('abort', onAbort, { once: true })
     try {
@@ -151,11 +161,18 @@ class RemoteHostTransport implements ChildTransport {
     await this.#broker.close()
   }
 
+  /** The start leaves the queue (taken, or given up); false if it had left already. */
+  #dequeue(queued: Queued): boolean {
+    const id = queued.spec.id
+    if (this.#queued.get(id) !== queued) return false
+    this.#queued.delete(id)
+    clearTimeout(queued.watch)
+    return true
+  }
+
   /** Stops waiting for a queued start: its job is removed, or, if a node took it already, its take will be refused. */
   #giveUp(queued: Queued, reason: unknown): void {
-    const id = queued.spec.id
-    if (this.#queued.get(id) !== queued) return
-    this.#queued.delete(id)
+    if (!this.#dequeue(queued)) return
     queued.failed(reason)
     // A locked job (a node took it) cannot be removed, and a gone broker answers nothing: its take is refused either way.
     queued.job?.remove()
@@ -173,7 +190,7 @@ class RemoteHostTransport implements ChildTransport {
     const holds = await this.#holds(queued, token, link.node)
     if (holds instanceof Error) this.#giveUp(queued, holds)
     if (holds !== true || this.#queued.get(id) !== queued || link.ended) return link.refuse(id)
-    this.#queued.delete(id)
+    this.#dequeue(queued)
     queued.claimed(link.channel)
   }
 
@@ -260,6 +277,22 @@ class RemoteHostTransport implements ChildTransport {
         this.#giveUp(queued, subagentError('ERR_SUBAGENT_NODE_LOST', 'the node that took this child from the queue stopped before building it (its job was failed or its lock expired; a child never runs twice): start it again'))
       }
     }
+  }
+
+  #watch(queued: Queued): void {
+    queued.watch = setTimeout(() => void this.#placementDue(queued), this.#settings.placementTimeoutMs)
+  }
+
+  /**
+   * A start waited placementTimeoutMs: it fails if no live node serves its queue (CONTRACT.md
+   * §10), else it waits on, behind busy nodes, and the broker is asked again as long again later.
+   * A broker that cannot say fails nothing: the start's own waits on it report that.
+   */
+  async #placementDue(queued: Queued): Promise<void> {
+    const served = await this.#broker.served(queued.spec.header.delegationDepth ?? 1)
+    if (this.#queued.get(queued.spec.id) !== queued) return
+    if (served === false) return this.#giveUp(queued, noNodeServes(this.#broker.queue, this.#settings.placementTimeoutMs))
+    this.#watch(queued)
   }
 
   /** Whether another node is linked to this host: somewhere a dead node's children can go (with none, they would wait for a node that may never come). */

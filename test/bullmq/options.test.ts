@@ -20,6 +20,8 @@ describe('bullmqTransport options', () => {
     [{ connection: 'redis://x', queue: 'a:b' }, 'queue', 'queue must be a queue name of 1 to 100 letters, digits, dots, dashes or underscores, not "a:b"'],
     [{ connection: 'redis://x', redisTimeoutMs: 0 }, 'redisTimeoutMs', 'redisTimeoutMs must be a whole number from 1 to'],
     [{ connection: 'redis://x', nodeSilenceMs: 10 }, 'nodeSilenceMs', 'nodeSilenceMs must be a whole number from 500 to'],
+    [{ connection: 'redis://x', placementTimeoutMs: 0 }, 'placementTimeoutMs', 'placementTimeoutMs must be a whole number from 1 to'],
+    [{ connection: 'redis://x', placementTimeoutMs: 1.5 }, 'placementTimeoutMs', 'placementTimeoutMs must be a whole number from 1 to'],
     [{ connection: 'redis://x', queues: 'q' }, 'queues', 'queues must be a known bullmqTransport option'],
   ])('%j is refused, naming %s', (options, option, message) => {
     const attempt = () => bullmqTransport(options as never)

@@ -5,14 +5,14 @@
  * credentials pass through: a password-protected Redis is reached with the password, refused
  * without it.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync, type ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, ScriptedModel, textResponse, type Host, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport, startNode, type RedisConnection, type WorkerNode } from 'subagent-worker/bullmq'
-import { freePort } from '../support/redis.js'
+import { freePort, startRedisServer } from '../support/redis.js'
 import { eventOf } from '../support/driver-helpers.js'
 import { Watch } from '../support/watch.js'
 
@@ -29,22 +29,8 @@ afterEach(async () => {
   for (const server of servers.splice(0)) server.kill('SIGKILL')
 })
 
-/** A redis-server of this test's own on `port`, keeping nothing on disk; resolves once it says it accepts connections. */
-async function redisServer(port: number, password?: string): Promise<ChildProcess> {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...(password ? ['--requirepass', password] : [])]
-  const server = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'ignore'] })
-  servers.push(server)
-  let said = ''
-  await new Promise<void>((resolve, reject) => {
-    // Read its log to the end, so a full pipe never blocks it.
-    server.stdout!.on('data', (chunk: Buffer) => {
-      said += chunk.toString()
-      if (said.includes('Ready to accept connections')) resolve()
-    })
-    server.once('exit', (code) => reject(new Error(`redis-server on port ${port} exited (${code}) before accepting connections:\n${said}`)))
-  })
-  return server
-}
+/** A redis-server of this test's own on `port`, killed after the test; resolves once it accepts connections. */
+const redisServer = (port: number, password?: string) => startRedisServer(port, (server) => servers.push(server), password)
 
 async function stopServer(server: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => server.once('exit', resolve))
