@@ -5,24 +5,10 @@
  * in one call and can be disposed.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { createMemoryStore, textResponse, toolCallResponse, type SessionStore, type StreamChunk } from 'subagent-worker'
-import { closeHosts, setup, TRANSPORTS } from '../support/harness.js'
+import { createMemoryStore, textResponse, toolCallResponse, type StreamChunk } from 'subagent-worker'
+import { closeHosts, failingStore, setup, TRANSPORTS } from '../support/harness.js'
 
 afterEach(closeHosts)
-
-/** A store whose appends fail for sessions other than the top-level parent's. */
-function failingStore(): SessionStore {
-  const store = createMemoryStore()
-  return {
-    ...store,
-    create: (header) => store.create(header),
-    async append(id, events) {
-      const stored = await store.read(id)
-      if (stored?.header.origin === 'subagent') throw new Error('disk full')
-      return store.append(id, events)
-    },
-  }
-}
 
 describe.each(TRANSPORTS)('one-call forms [%s]', (transport) => {
   it('provider.run is start, then result, then dispose: it resolves with the result and the child is gone', async () => {

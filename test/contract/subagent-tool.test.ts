@@ -14,7 +14,7 @@ import {
   type SubagentProvider,
   type ToolResultData,
 } from 'subagent-worker'
-import { closeHosts, setup, TRANSPORTS } from '../support/harness.js'
+import { closeHosts, failingStore, setup, TRANSPORTS } from '../support/harness.js'
 
 afterEach(closeHosts)
 
@@ -23,8 +23,8 @@ const text = (result: ToolResultData) => result.content.map((b) => (b.type === '
 const call = (id: string, args: Record<string, unknown>) => toolCallResponse(id, 'subagent', { description: 'do a task', prompt: 'the task', ...args })
 
 describe.each(TRANSPORTS)('§6 the subagent tool [%s]', (transport) => {
-  function fixture(script: Parameters<typeof setup>[1], config: Partial<Parameters<typeof createSubagentTool>[1]> = {}, childScript?: ScriptEntry[]) {
-    const f = setup(transport, script)
+  function fixture(script: Parameters<typeof setup>[1], config: Partial<Parameters<typeof createSubagentTool>[1]> = {}, childScript?: ScriptEntry[], options: Parameters<typeof setup>[2] = {}) {
+    const f = setup(transport, script, options)
     // A background child runs alongside its parent, so it gets a model of its own: the shared
     // script's order would otherwise depend on thread timing.
     if (childScript) {
@@ -63,6 +63,22 @@ describe.each(TRANSPORTS)('§6 the subagent tool [%s]', (transport) => {
     parent.followup('go')
     await parent.whenIdle()
     expect(text(results(parent.session.events)[0]!)).toBe('subagent run failed\nDiagnostic: no model registered under provider "nowhere"')
+  })
+
+  it('a child that completed but whose release failed: its answer and the dispose failure, both reported', async () => {
+    const { parent } = fixture([call('d1', {}), textResponse('child answer'), textResponse('parent done')], {}, undefined, { store: failingStore() })
+    parent.followup('go')
+    await parent.whenIdle()
+    const [result] = results(parent.session.events)
+    expect(result).toMatchObject({ isError: true, code: 'FAILED' })
+    expect(text(result!)).toMatch(/^subagent run completed:\nchild answer\ndispose failed: session store failed for "\S+": disk full$/)
+  })
+
+  it('both the result and the disposal failed: both failures are reported, in that order', async () => {
+    const { parent } = fixture([call('d1', {}), textResponse('parent done')], { agentOptions: { provider: 'nowhere' } }, undefined, { store: failingStore() })
+    parent.followup('go')
+    await parent.whenIdle()
+    expect(text(results(parent.session.events)[0]!)).toMatch(/^subagent run failed\nDiagnostic: no model registered under provider "nowhere"\ndispose failed: session store failed for "\S+": disk full$/)
   })
 
   it('maxDepth 0 forbids delegation: the tool stays visible and each call fails with the depth error', async () => {
@@ -168,6 +184,15 @@ describe.each(TRANSPORTS)('§6 the subagent tool [%s]', (transport) => {
     expect(job).toMatchObject({ status: 'failed', detail: 'error; diagnostic: no model registered under provider "nowhere"' })
   })
 
+  it('background: a job whose release failed keeps its outcome, with dispose failed appended', async () => {
+    const { host, parent } = fixture([call('d1', { run_in_background: true }), textResponse('parent done')], {}, [textResponse('background answer')], { store: failingStore() })
+    parent.followup('go')
+    await parent.whenIdle()
+    const job = await host.jobs.wait('job-1')
+    expect(job).toMatchObject({ status: 'completed', output: 'background answer' })
+    expect(job.detail).toMatch(/^dispose failed: session store failed for "\S+": disk full$/)
+  })
+
   it('with background disabled, run_in_background: true is an error', async () => {
     const { parent, model } = fixture([call('d1', { run_in_background: true }), textResponse('parent done')], { enableRunInBackground: false })
     parent.followup('go')
@@ -207,6 +232,29 @@ describe('§6 the subagent tool: configuration', () => {
     expect(spawn.description).not.toBe(fork.description)
     const prompt = (tool: typeof spawn) => (tool.parameters as { properties: { prompt: { description: string } } }).properties.prompt.description
     expect(prompt(spawn)).not.toBe(prompt(fork))
+  })
+
+  it.each([
+    ['a numeric maxDepth (the default, 3)', {}, 3],
+    ["'provider-managed'", { maxDepth: 'provider-managed' as const }, undefined],
+  ])('%s: the start request the provider gets carries that cap', async (_, config, cap) => {
+    const { host, parent } = setup('inline', [call('d1', {}), textResponse('child answer'), textResponse('parent done')])
+    const requests: Array<Parameters<SubagentProvider['start']>[0]> = []
+    const recording: SubagentProvider = {
+      ...host.spawn,
+      name: 'recording',
+      start: (request) => {
+        requests.push(request)
+        return host.spawn.start(request)
+      },
+    }
+    host.tools.register(createSubagentTool(host, { provider: recording, ...config }))
+    parent.followup('go')
+    await parent.whenIdle()
+    expect(requests).toHaveLength(1)
+    expect('maxDepth' in requests[0]!).toBe(cap !== undefined)
+    expect(requests[0]!.maxDepth).toBe(cap)
+    expect(text(results(parent.session.events)[0]!)).toBe('child answer')
   })
 
   it('misconfiguration fails when the tool is mounted', () => {

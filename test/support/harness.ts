@@ -7,7 +7,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { inject } from 'vitest'
-import { createHost, ScriptedModel, type Host, type HostOptions, type ModelRequest, type ScriptEntry, type SessionEvent, type StreamChunk } from 'subagent-worker'
+import { createHost, createMemoryStore, ScriptedModel, type Host, type HostOptions, type ModelRequest, type ScriptEntry, type SessionEvent, type SessionStore, type StreamChunk } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
 import { Watch } from './watch.js'
 
@@ -124,4 +124,18 @@ export function eventsOf<T = unknown>(events: readonly SessionEvent[], type: str
  */
 export function tick(ms = 0): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** A store whose appends fail for sessions other than the top-level parent's: releasing a child fails, its run does not. */
+export function failingStore(): SessionStore {
+  const store = createMemoryStore()
+  return {
+    ...store,
+    create: (header) => store.create(header),
+    async append(id, events) {
+      const stored = await store.read(id)
+      if (stored?.header.origin === 'subagent') throw new Error('disk full')
+      return store.append(id, events)
+    },
+  }
 }

@@ -314,6 +314,36 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       await mate.dispose()
     })
 
+    it('a mate aborted while its remade request waits has none of the moved request\'s chunks in its output', async () => {
+      const { host: h, parent } = await host([toolCallResponse('c1', 'exit', { code: 7 })])
+      // Its first request streams 'partial' and waits; the one made again after the move streams nothing.
+      const script = new ScriptedModel(['hang', { hangAfter: [] }])
+      let askedAgain!: () => void
+      const remade = new Promise<void>((resolve) => (askedAgain = resolve))
+      h.models.register('mate', {
+        stream: (request) => {
+          if (script.requests.length === 1) askedAgain()
+          return script.stream(request)
+        },
+      })
+      const waiting = streaming(h, 1)
+      const stop = new AbortController()
+      const mate = await h.spawn.start({ prompt: 'wait', parent, signal: stop.signal, agentOptions: { provider: 'mate' } })
+      await waiting
+      const crasher = await h.spawn.start({ prompt: 'crash', parent, signal: signal() })
+      expect((await crasher.result).stopReason).toBe('error')
+      await remade
+      stop.abort()
+      const result = await mate.result
+      expect(result.stopReason).toBe('aborted')
+      expect(result.output).toEqual([])
+      const events = h.agents.get(mate.id)!.session.events
+      // The chunk stays in the record; it only does not count.
+      expect(events.filter((event) => event.type === 'assistant/chunk')).toHaveLength(1)
+      expect(moved(events)).toHaveLength(1)
+      await Promise.all([mate.dispose(), crasher.dispose()])
+    })
+
     it('a fork child keeps its seed out of its output after a move', async () => {
       const { host: h, parent } = await host([textResponse('seed reply')])
       await parent.run('seed conversation')
