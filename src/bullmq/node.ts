@@ -29,7 +29,8 @@ export interface NodeOptions extends RemoteNodeOptions {
   redisTimeoutMs?: number
 }
 
-const NODE_KEYS = new Set(['connection', 'queue', 'agentModules', 'pool', 'hostSilenceMs', 'redisTimeoutMs', 'name', 'log'])
+/** Every option, checked against NodeOptions by the compiler: one added there must be named here. */
+const NODE_KEYS = new Set(Object.keys({ connection: 0, queue: 0, agentModules: 0, pool: 0, hostSilenceMs: 0, redisTimeoutMs: 0, name: 0, log: 0 } satisfies Record<keyof NodeOptions, 0>))
 
 /** Starts a node; resolves once it listens on Redis and takes jobs, rejects if Redis cannot be reached in time. */
 export async function startNode(options: NodeOptions): Promise<WorkerNode> {
