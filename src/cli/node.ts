@@ -21,7 +21,8 @@ and runs them on this machine's worker threads. Needs the bullmq and ioredis pac
   --agent-module URL       an agent module hosts may name (createHost's agentModule), as a
                            file URL or absolute path; repeat for several. The node loads no
                            other code, and a host that names none gets none
-  --name NAME              how diagnostics name this node (default host-pid-random)
+  --name NAME              how diagnostics name this node: printable ASCII, no spaces
+                           (default host-pid-random)
   --shutdown-ms MS         on SIGTERM/SIGINT, how long running children may finish before
                            they end aborted (default 10000)
   --host-silence-ms MS     how long a host may be silent before its children are let go

@@ -147,9 +147,9 @@ export function subagentError(code: FactoryCode, message: string, options?: Erro
   return KINDS[code] === 'type' ? new SubagentTypeError(code, message, options) : new SubagentError(code, message, options)
 }
 
-/** A start on a remote queue no live node serves (CONTRACT.md §10), after waiting `ms`. */
-export function noNodeServes(queue: string, ms: number): SubagentError {
-  return new SubagentError('ERR_SUBAGENT_NO_NODE', `no node serves the queue '${queue}': the child waited ${ms} ms (placementTimeoutMs) and no live worker node takes its jobs (a node of another frame protocol version serves a queue of its own). Start one with \`subagent-worker node --queue ${queue}\` on the same Redis, or check that its nodes reach it`)
+/** A start on a remote queue no live node serves (CONTRACT.md §10), found after waiting `waitedMs`, past `placementTimeoutMs`. */
+export function noNodeServes(queue: string, waitedMs: number, placementTimeoutMs: number): SubagentError {
+  return new SubagentError('ERR_SUBAGENT_NO_NODE', `no node serves the queue '${queue}': the child waited ${waitedMs} ms, past placementTimeoutMs (${placementTimeoutMs} ms), and no live worker node takes its jobs (a node of another frame protocol version serves a queue of its own). Start one with \`subagent-worker node --queue ${queue}\` on the same Redis, or check that its nodes reach it`)
 }
 
 /**

@@ -71,6 +71,8 @@ interface Queued {
   job: QueuedJob | undefined
   /** Sweeps in a row that found its job lost while no node had spoken of the child. */
   missing: number
+  /** When it began to wait (performance.now()). */
+  since: number
   /** When the broker is next asked whether a live node serves the queue. */
   watch: NodeJS.Timeout | undefined
   /** A node holding its job took it: the child is built over that node's link, now. */
@@ -132,7 +134,7 @@ class RemoteHostTransport implements ChildTransport {
       failed = reject
     })
     taken.catch(() => {}) // awaited below unless adding the job failed first
-    const queued: Queued = { spec, job: undefined, missing: 0, watch: undefined, claimed, failed }
+    const queued: Queued = { spec, job: undefined, missing: 0, since: performance.now(), watch: undefined, claimed, failed }
     this.#queued.set(spec.id, queued)
     this.#watch(queued)
     const onAbort = () => this.#giveUp(queued, signal.reason)
@@ -291,7 +293,7 @@ class RemoteHostTransport implements ChildTransport {
   async #placementDue(queued: Queued): Promise<void> {
     const served = await this.#broker.served(queued.spec.header.delegationDepth ?? 1)
     if (this.#queued.get(queued.spec.id) !== queued) return
-    if (served === false) return this.#giveUp(queued, noNodeServes(this.#broker.queue, this.#settings.placementTimeoutMs))
+    if (served === false) return this.#giveUp(queued, noNodeServes(this.#broker.queue, Math.round(performance.now() - queued.since), this.#settings.placementTimeoutMs))
     this.#watch(queued)
   }
 

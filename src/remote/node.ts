@@ -52,7 +52,7 @@ export interface RemoteNodeOptions {
   pool?: Omit<PoolOptions, 'maxQueue'>
   /** How long a host may be silent before its children are let go; default 5000. */
   hostSilenceMs?: number
-  /** Names the node in diagnostics; default `<hostname>-<pid>-<random>`. */
+  /** Names the node in diagnostics and its Redis connections (printable ASCII, no spaces); default `<hostname>-<pid>-<random>`. */
   name?: string
   /** Where the node reports what goes wrong outside any child (its broker's errors); default stderr. */
   log?: (line: string) => void
@@ -68,6 +68,8 @@ export interface RemoteNodeSettings {
   log: (line: string) => void
 }
 
+const NODE_NAME = /^[!-~]{1,200}$/
+
 /** How often hosts' silence is judged. */
 const HOST_CHECK_MS = 500
 
@@ -75,7 +77,8 @@ const HOST_CHECK_MS = 500
 export function remoteNodeSettings(options: RemoteNodeOptions): RemoteNodeSettings {
   const { agentModules = [], name } = options
   if (!Array.isArray(agentModules)) throw new InvalidOptionError('agentModules', agentModules, 'a list of module URLs or absolute paths')
-  if (name !== undefined && (typeof name !== 'string' || name === '')) throw new InvalidOptionError('name', name, 'a non-empty string')
+  // It names the node's Redis connections too (CLIENT SETNAME takes no spaces), and hosts count a queue's nodes by them.
+  if (name !== undefined && (typeof name !== 'string' || !NODE_NAME.test(name))) throw new InvalidOptionError('name', name, 'a name of 1 to 200 printable ASCII characters without spaces')
   // The host's own checks, so a node's pool and modules are refused with the same words.
   const modules = agentModules.map((module) => settingsOf({ agentModule: module }).agentModule!.href)
   const { pool } = settingsOf({ pool: options.pool ?? {} })

@@ -82,6 +82,8 @@ describe('bullmq transport without a Redis', () => {
     [{ connection: 'redis://x', agentModules: ['./relative.mjs'] }, 'agentModule must be a URL'],
     [{ connection: 'redis://x', pool: { maxThreads: 0 } }, 'pool.maxThreads must be a whole number from 1 to 1024, not 0'],
     [{ connection: 'redis://x', threads: 2 }, 'threads must be a known node option'],
+    [{ connection: 'redis://x', name: 'gpu box' }, 'name must be a name of 1 to 200 printable ASCII characters without spaces'],
+    [{ connection: 'redis://x', name: '' }, 'name must be a name of 1 to 200 printable ASCII characters without spaces'],
   ])('startNode(%j) is refused before connecting', async (options, message) => {
     await expect(startNode(options as never)).rejects.toThrow(message)
   })

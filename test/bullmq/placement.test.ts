@@ -100,7 +100,7 @@ function settled<T>(promise: Promise<T>): { state: 'pending' | 'fulfilled' | 're
 
 describe.skipIf(!HAVE_SERVER)('bullmq placement timeout (placementTimeoutMs)', { timeout: 60_000 }, () => {
   it('a start on a queue no live node serves fails after placementTimeoutMs, naming the queue; its job leaves the queue and never runs', async () => {
-    const { url } = await privateRedis()
+    const { url, admin } = await privateRedis()
     const { host, model, parent } = hostOn(url, [textResponse('later')])
     const began = performance.now()
     const error = await host.spawn.start({ prompt: 'anyone?', parent }).then(
@@ -111,6 +111,8 @@ describe.skipIf(!HAVE_SERVER)('bullmq placement timeout (placementTimeoutMs)', {
     expect(error).toMatchObject({ code: 'ERR_SUBAGENT_NO_NODE' })
     expect((error as Error).message).toContain(`no node serves the queue '${QUEUE}'`)
     expect((error as Error).message).toContain(`subagent-worker node --queue ${QUEUE}`)
+    // It failed at the first check past the deadline: Redis was asked once.
+    expect(await clientLists(admin)).toBe(1)
     // A node that comes later runs only what is started after it: the failed start's job is gone.
     await oneSlotNode(url)
     expect(await host.spawn.run({ prompt: 'now?', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'later' }] })
