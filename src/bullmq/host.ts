@@ -23,7 +23,7 @@ import type { Transport } from '../parent/transport.js'
 import type { BrokerEvents, HostBroker, QueuedJob } from '../remote/broker.js'
 import { HEARTBEAT_MS, remoteTransport } from '../remote/host-transport.js'
 import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
-import { hostChannel, nodeChannel, queueName } from './names.js'
+import { hostChannel, nodeChannel, QUEUE_DEPTHS, queueName } from './names.js'
 import { checkedPlace } from './options.js'
 import { TurnBatch } from './turn-batch.js'
 import { messageOf, subagentError } from '../protocol/errors.js'
@@ -95,6 +95,7 @@ class BullmqHostBroker implements HostBroker {
   readonly #subscriber: Redis
   readonly #subscribed: Promise<unknown>
   readonly queue: string
+  readonly levels = QUEUE_DEPTHS
   /** By queue name (depths past QUEUE_DEPTHS share one), with its adds of a turn batched. */
   readonly #queues = new Map<string, DepthQueue>()
   /** The claim checks of a turn's takes, one MULTI: each job's lock token and processedBy, by job key. */

@@ -9,6 +9,7 @@
  * as the end of every link over it.
  */
 import { PROTOCOL_VERSION } from '../protocol/messages.js'
+import { levelOf } from '../remote/broker.js'
 
 export const DEFAULT_QUEUE = 'subagent-worker'
 
@@ -28,8 +29,7 @@ export function validQueueName(name: unknown): name is string {
 
 /** The BullMQ queue for children of `depth`. The protocol version is in the name: a node never sees a job it cannot read. */
 export function queueName(queue: string, depth: number): string {
-  const level = Math.min(Math.max(depth, 1), QUEUE_DEPTHS)
-  return `${queue}-v${PROTOCOL_VERSION}-depth${level}`
+  return `${queue}-v${PROTOCOL_VERSION}-depth${levelOf(depth, QUEUE_DEPTHS)}`
 }
 
 export const hostChannel = (queue: string, host: string) => `${queue}:host:${host}`

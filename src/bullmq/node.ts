@@ -3,14 +3,18 @@
  * node's broker over BullMQ and Redis: a Worker per depth queue, ioredis pub/sub. What a node
  * does with the jobs it is given is src/remote/node.ts.
  *
- *   jobs       a BullMQ Worker per depth queue, with concurrency `maxThreads × childrenPerWorker`,
- *              named with the node's id (BullMQ records it on each job it hands out: the host
- *              checks a take against it); `maxStalledCount: 0`, so a stalled job (this node was
- *              killed) is failed, never run again.
+ *   jobs       a BullMQ Worker per depth queue, with concurrency `maxThreads × childrenPerWorker`
+ *              less the children placed directly (at least one), named with the node's id (BullMQ
+ *              records it on each job it hands out: the host checks a take against it);
+ *              `maxStalledCount: 0`, so a stalled job (this node was killed) is failed, never run
+ *              again.
+ *   no room    a job that comes while children placed directly fill the node is moved back to
+ *              wait (BullMQ's moveToWait, before anything of its child was asked for) for another
+ *              node, and that level's Worker pauses until the node has room again.
  *   Redis      reaching it at start is bounded by `redisTimeoutMs`; a dropped frame connection
  *              ends every host link; errors outside any child are logged once each.
  */
-import { Worker, type Job } from 'bullmq'
+import { WaitingError, Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import { integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import type { BrokerEvents, NodeBroker, RunJob } from '../remote/broker.js'
@@ -61,7 +65,12 @@ class BullmqNodeBroker implements NodeBroker {
   readonly #subscriber: Redis
   /** BullMQ's workers share this one (it duplicates it for their blocking reads). */
   readonly #jobs: Redis
+  /** One a depth level, the first level's first. */
   readonly #workers: Worker[] = []
+  readonly levels = QUEUE_DEPTHS
+  #hasRoom: (level: number) => boolean = () => true
+  /** Levels whose Worker is paused: a job came while the node had no room for it. */
+  readonly #resting = new Set<number>()
   #lastError: Error | undefined
   #lastReported: string | undefined
 
@@ -81,10 +90,11 @@ class BullmqNodeBroker implements NodeBroker {
     })
   }
 
-  async take(concurrency: number, run: RunJob): Promise<void> {
+  async take(concurrency: number, run: RunJob, hasRoom: (level: number) => boolean): Promise<void> {
     const { queue, redisTimeoutMs, id } = this.#settings
-    for (let depth = 1; depth <= QUEUE_DEPTHS; depth++) {
-      const worker = new Worker(queueName(queue, depth), (job: Job, token?: string) => this.#process(run, job, depth, token), {
+    this.#hasRoom = hasRoom
+    for (let level = 1; level <= QUEUE_DEPTHS; level++) {
+      const worker = new Worker(queueName(queue, level), (job: Job, token?: string) => this.#process(run, job, level, token), {
         connection: this.#jobs,
         // BullMQ records it on each job it gives this node (processedBy): the host checks a take against it.
         name: id,
@@ -96,6 +106,17 @@ class BullmqNodeBroker implements NodeBroker {
       this.#workers.push(worker)
     }
     await within(Promise.all(this.#workers.map((worker) => worker.waitUntilReady())), redisTimeoutMs, () => this.#unreachable())
+  }
+
+  limit(level: number, concurrency: number): void {
+    const worker = this.#workers[level - 1]
+    if (!worker) return
+    // BullMQ reads it before each fetch: a lower one takes effect as the jobs held settle.
+    worker.concurrency = Math.max(1, concurrency)
+    if (this.#resting.has(level) && this.#hasRoom(level)) {
+      this.#resting.delete(level)
+      void worker.resume()
+    }
   }
 
   send(host: string, bytes: Buffer): void {
@@ -113,9 +134,22 @@ class BullmqNodeBroker implements NodeBroker {
     await Promise.all([quit(this.#publisher, bound), quit(this.#subscriber, bound), quit(this.#jobs, bound)])
   }
 
-  async #process(run: RunJob, job: Job, depth: number, token: string | undefined): Promise<void> {
+  async #process(run: RunJob, job: Job, level: number, token: string | undefined): Promise<void> {
     if (token === undefined) throw subagentError('ERR_SUBAGENT_REMOTE_SHAPE', 'BullMQ gave the job without a lock token: this node cannot prove it holds it')
-    return run(job.data, depth, token)
+    if (!this.#hasRoom(level)) return this.#handBack(job, level, token)
+    return run(job.data, level, token)
+  }
+
+  /**
+   * A job the node has no room for (its one slot left to the queue came while children placed
+   * directly filled the rest): back to wait, unrun, for another node; the level's Worker takes
+   * none until `limit` finds room (pausing it first, so it does not take this one again).
+   */
+  async #handBack(job: Job, level: number, token: string): Promise<never> {
+    this.#resting.add(level)
+    void this.#workers[level - 1]!.pause(true).catch((error: Error) => this.#report(error))
+    await job.moveToWait(token)
+    throw new WaitingError()
   }
 
   #client(events: BrokerEvents, overrides = {}): Redis {

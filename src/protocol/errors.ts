@@ -85,6 +85,8 @@ const KINDS = {
   ERR_SUBAGENT_NODE_LOST: 'error',
   /** A start waited placementTimeoutMs on a queue no live node serves. */
   ERR_SUBAGENT_NO_NODE: 'error',
+  /** A node had no room for a child placed on it directly: it built nothing, and the host queues the child. */
+  ERR_SUBAGENT_NODE_FULL: 'error',
   /** A node asked for an agent module it does not serve. */
   ERR_SUBAGENT_MODULE_NOT_SERVED: 'error',
   // the named classes

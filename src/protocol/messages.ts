@@ -9,7 +9,8 @@
  *               Either side refuses a version it does not speak. The runner then loads the agent
  *               module and says `ready` (a node: once a thread of the host's module said it).
  *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a settlement notice); drop (let go of a child that is not running, or
- *               that broke the protocol); rpc replies.
+ *               that broke the protocol); rpc replies. To a node, a create answers its take, or
+ *               places the child there directly on the room it told (see src/remote).
  *               runner: created | create-failed; events; rpc calls; idle (the one-shot turn is
  *               over and the runner let the child go); dropped (after a drop); failed; ended
  *               (a node: the thread it ran on is gone, and why; a movable child waits there for
@@ -32,7 +33,7 @@ import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 11
+export const PROTOCOL_VERSION = 12
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count

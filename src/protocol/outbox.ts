@@ -21,6 +21,8 @@ export interface OutboxOptions<M> {
   ownerOf(message: M): string | undefined
   /** A message that could not be sent; its owner's later messages in that frame are not sent either. */
   unsendable(message: M, error: unknown): void
+  /** Messages that ride the next frame, but make none of their own unless nudged (see `nudge`): asked for at each send. */
+  riders?(): M[]
 }
 
 export class Outbox<M> implements Sink<M> {
@@ -28,6 +30,8 @@ export class Outbox<M> implements Sink<M> {
   #queue: M[] = []
   #epoch = 0
   #scheduled = false
+  /** A frame goes at the end of this turn even if only riders fill it. */
+  #nudged = false
   #closed = false
   /** Code waiting to run right after the next send (see `afterSent`). */
   #waiting: Array<() => void> = []
@@ -43,6 +47,13 @@ export class Outbox<M> implements Sink<M> {
   push(message: M): void {
     if (this.#closed) return
     this.#queue.push(message)
+    this.#schedule()
+  }
+
+  /** Sends a frame at the end of this turn for the riders alone, if nothing else is queued by then. */
+  nudge(): void {
+    if (this.#closed) return
+    this.#nudged = true
     this.#schedule()
   }
 
@@ -62,11 +73,16 @@ export class Outbox<M> implements Sink<M> {
   /** Sends everything queued now. */
   flush(): void {
     this.#scheduled = false
-    if (this.#queue.length > 0) {
-      const frame = this.#queue
+    const nudged = this.#nudged
+    this.#nudged = false
+    if (this.#queue.length > 0 || nudged) {
+      const riders = this.#options.riders?.() ?? []
+      const frame = riders.length > 0 ? this.#queue.concat(riders) : this.#queue
       this.#queue = []
-      this.#epoch++
-      this.#send(frame)
+      if (frame.length > 0) {
+        this.#epoch++
+        this.#send(frame)
+      }
     }
     const waiting = this.#waiting
     this.#waiting = []

@@ -1,6 +1,6 @@
 /** The validators every boundary uses, compiled once each, each typed by its schema. */
 import { ContentBlock } from './shapes/content.js'
-import { ChildJob, TakeMessage } from './shapes/job.js'
+import { ChildJob, RoomMessage, TakeMessage } from './shapes/job.js'
 import { HostFrame, HostMessage, RunnerFrame, RunnerMessage } from './messages.js'
 import { KnownSessionEvent, SessionEvent, ToolErrorCode } from './shapes/session.js'
 import { StreamChunk } from './shapes/stream.js'
@@ -20,3 +20,4 @@ export const isRunnerMessage = validator(RunnerMessage, ContentBlock, KnownSessi
 /** A job as a node reads it from the queue (anyone with access to the broker may have written it). */
 export const isChildJob = validator(ChildJob)
 export const isTakeMessage = validator(TakeMessage)
+export const isRoomMessage = validator(RoomMessage)

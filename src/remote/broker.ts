@@ -12,6 +12,11 @@
  */
 import type { ChildJob } from '../protocol/shapes/job.js'
 
+/** The depth level a child of `depth` is kept at, of a broker's `levels`: deeper ones share the last. */
+export function levelOf(depth: number | undefined, levels: number): number {
+  return Math.min(Math.max(depth ?? 1, 1), levels)
+}
+
 /** What a broker tells the end it serves. */
 export interface BrokerEvents {
   /** Bytes published to this end's channel: an envelope, unread. */
@@ -36,6 +41,8 @@ export interface QueuedJob {
 export interface HostBroker {
   /** Resolves once this host's channel is listened to: nodes answer there, so no job may name the host before. */
   listening(): Promise<unknown>
+  /** How many depth levels it keeps apart, a queue each (see levelOf). */
+  readonly levels: number
   /** Queues `job` for a node serving children of `depth`. */
   enqueue(depth: number, job: ChildJob): QueuedJob
   /** Whether a live node takes jobs of `depth`, busy or not; undefined while the broker cannot say. */
@@ -51,15 +58,24 @@ export interface HostBroker {
 
 export type OpenHostBroker = (host: string, events: BrokerEvents) => HostBroker
 
-/** Runs one job the node was given: `data` as the queue holds it (unchecked), and the lock `token` it holds it by. */
-export type RunJob = (data: unknown, depth: number, token: string) => Promise<void>
+/** Runs one job the node was given: `data` as the queue holds it (unchecked), its depth level, and the lock `token` it holds it by. */
+export type RunJob = (data: unknown, level: number, token: string) => Promise<void>
 
 /** A node's broker. */
 export interface NodeBroker {
   /** Resolves once this node's channel is listened to: hosts answer there, so before any job is taken. */
   listen(): Promise<void>
-  /** Takes jobs of every depth, at most `concurrency` of each at a time; a job is held until `run` settles, and fails if it rejects. Resolves once taking. */
-  take(concurrency: number, run: RunJob): Promise<void>
+  /** How many depth levels it keeps apart, a queue each (see levelOf). */
+  readonly levels: number
+  /**
+   * Takes jobs of every level, at most `concurrency` of each at a time; a job is held until `run`
+   * settles, and fails if it rejects. One that comes while `hasRoom(level)` is false (children
+   * placed directly fill the node) goes back to the queue, unrun, for another node, and the level
+   * takes none until `limit` finds room. Resolves once taking.
+   */
+  take(concurrency: number, run: RunJob, hasRoom: (level: number) => boolean): Promise<void>
+  /** The node's room at `level` changed: at most `concurrency` (at least one) of its jobs at a time from now on. */
+  limit(level: number, concurrency: number): void
   /** Publishes an envelope to host `host`'s channel. */
   send(host: string, bytes: Buffer): void
   /** Takes no new job; resolves once the jobs held have settled, or `deadlineMs` (and the broker's own bound) passed. */

@@ -1,6 +1,6 @@
 /**
  * What crosses a broker between a host and a node, whatever the broker: the frame envelope, the
- * job and the take (their shapes are in src/protocol/shapes/job.ts). A broker adapter (src/bullmq) only
+ * job, the take and the room (their shapes are in src/protocol/shapes/job.ts). A broker adapter (src/bullmq) only
  * moves these bytes and jobs.
  *
  * Envelopes are V8-serialized, the structured clone a worker thread's frames use, so values cross
@@ -8,8 +8,8 @@
  */
 import { deserialize, serialize } from 'node:v8'
 import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
-import type { ChildJob, TakeMessage } from '../protocol/shapes/job.js'
-import { isChildJob, isTakeMessage } from '../protocol/validators.js'
+import type { ChildJob, RoomMessage, TakeMessage } from '../protocol/shapes/job.js'
+import { isChildJob, isRoomMessage, isTakeMessage } from '../protocol/validators.js'
 import { subagentError, versionMismatchText } from '../protocol/errors.js'
 
 export function encode(from: string, frame: unknown[]): Buffer {
@@ -28,7 +28,7 @@ export function decode(bytes: Buffer): { from: string; frame: unknown } | Error 
 }
 
 export type CreateMessage = Extract<HostMessage, { type: 'create' }>
-export type { ChildJob, TakeMessage }
+export type { ChildJob, RoomMessage, TakeMessage }
 
 export function childJob(host: string, child: string): ChildJob {
   return { v: PROTOCOL_VERSION, host, child }
@@ -42,9 +42,24 @@ export function readJob(data: unknown): { host: string; child: string } | Error 
   return { host: data.host, child: data.child }
 }
 
-/** A frame's takes apart from its runner messages (which the channel checks as it would a thread's). */
-export function takesOf(frame: unknown): { takes: TakeMessage[]; rest: unknown } {
-  if (!Array.isArray(frame)) return { takes: [], rest: frame }
-  const takes = frame.filter(isTakeMessage)
-  return takes.length === 0 ? { takes, rest: frame } : { takes, rest: frame.filter((message) => !isTakeMessage(message)) }
+/** A node's placement messages (its takes and its room), which the host's transport answers. */
+export interface Placements {
+  takes: TakeMessage[]
+  rooms: RoomMessage[]
+}
+
+/** A frame's placement messages apart from its runner messages (which the channel checks as it would a thread's). */
+export function placementsOf(frame: unknown): Placements & { rest: unknown } {
+  if (!Array.isArray(frame)) return { takes: [], rooms: [], rest: frame }
+  const takes: TakeMessage[] = []
+  const rooms: RoomMessage[] = []
+  const rest: unknown[] = []
+  for (const message of frame) {
+    // A runner message is checked by the channel: only these two types are checked here.
+    const type = typeof message === 'object' && message !== null ? (message as { type?: unknown }).type : undefined
+    if (type === 'take' && isTakeMessage(message)) takes.push(message)
+    else if (type === 'room' && isRoomMessage(message)) rooms.push(message)
+    else rest.push(message)
+  }
+  return { takes, rooms, rest: rest.length === frame.length ? frame : rest }
 }

@@ -1,7 +1,9 @@
 /**
  * A node's link to one host: the node's half of the handshake, the children it asks the host for
- * and runs for it, and the host's liveness. A job names a child; what the child is comes only from
- * the host, as the `create` it answers a `take` with. The host pings every link it holds, so a host silent for
+ * (or the host places on it directly) and runs for it, its room as told to the host, and the
+ * host's liveness. A job names a child; what the child is comes only from the host, as the
+ * `create` it answers a `take` with, or one no take asked for: a placement, which the node builds
+ * if it has room. The host pings every link it holds, so a host silent for
  * `hostSilenceMs` (by the node's SilenceJudge) is gone (killed, or cut off): its children are let go, since nobody is left to read them.
  */
 import { Outbox } from '../protocol/outbox.js'
@@ -13,16 +15,22 @@ import type { Fault } from '../parent/runners/channel.js'
 import type { RunnerHooks } from '../parent/runners/move-point.js'
 import type { Mark, SilenceJudge } from '../parent/runners/liveness.js'
 import type { HostEnd, RelayedChild } from './relayed-child.js'
-import type { CreateMessage, TakeMessage } from './envelope.js'
+import type { CreateMessage, RoomMessage, TakeMessage } from './envelope.js'
 import { subagentError, versionMismatchText } from '../protocol/errors.js'
 
-/** What a node says to a host: a runner's messages, and its takes. */
-export type NodeMessage = RunnerMessage | TakeMessage
+/** What a node says to a host: a runner's messages, its takes and its room. */
+export type NodeMessage = RunnerMessage | TakeMessage | RoomMessage
 
 /** What the host gave this node for a job: the child to build, and a signal aborted if the host lets go of it (or the link ends) before it is on a thread. */
 export interface Taken {
   create: CreateMessage
   signal: AbortSignal
+}
+
+/** A node's room at one level: how many more children it would take, and how many of the host's placements it had counted then. */
+interface Room {
+  free: number
+  placed: number
 }
 
 /** A child this node asked the host for, until it is on a thread: asked, then given (the create arrived). */
@@ -39,6 +47,10 @@ export interface HostLinkOptions {
   send(frame: NodeMessage[]): void
   /** The node's judge of its hosts' silence: the link marks each frame it hears by its clock. */
   judge: SilenceJudge
+  /** The depth level a child of `depth` is counted at (the broker's). */
+  levelOf(depth: number | undefined): number
+  /** The host placed a child here directly: the node builds it if it has room at `level`, else refuses it (createFailed). */
+  placed(taken: Taken, level: number, link: HostLink): void
   /** The link is over: the node forgets it. */
   ended(link: HostLink): void
 }
@@ -53,6 +65,10 @@ export class HostLink implements HostEnd {
   readonly #taking = new Map<string, Taking>()
   readonly #children = new Map<string, RelayedChild>()
   readonly #stop = new AbortController()
+  /** By level: the children the host placed here directly (refused or not), the room it was last told, and the room it is yet to be told. */
+  readonly #placements = new Map<number, number>()
+  readonly #roomTold = new Map<number, Room>()
+  readonly #roomDue = new Map<number, Room>()
   /** The host was told its module's hooks (the `ready` a thread gives its own host). */
   #ready = false
   /** When the host was last heard (or the link opened), by the judge's clock. */
@@ -72,6 +88,7 @@ export class HostLink implements HostEnd {
       send: options.send,
       ownerOf: childOf,
       unsendable: (message, error) => this.#children.get(childOf(message) ?? '')?.end({ stopReason: 'error', diagnostic: `a '${message.type}' message could not be sent by ${this.label}: ${String(error)}` }),
+      riders: () => this.#roomWords(),
     })
     this.#outbox.push({ type: 'hello', v: PROTOCOL_VERSION })
   }
@@ -118,6 +135,36 @@ export class HostLink implements HostEnd {
       this.#taking.set(child, { given: false, stop, answer: (create) => resolve(create && { create, signal }) })
       this.#outbox.push({ type: 'take', child, token })
     })
+  }
+
+  /**
+   * The node's room at `level` is now `free`: the host hears it with the placements of it counted
+   * so far, the latest word a level in a frame. More room goes at the end of this turn; less rides
+   * the next frame sent anyway (the host counts its own placements, so only other hosts' and the
+   * queue's would be news), and a word that changes nothing is not said.
+   */
+  room(level: number, free: number): void {
+    if (this.#ended) return
+    this.#roomDue.set(level, { free, placed: this.#placements.get(level) ?? 0 })
+    if (free > (this.#roomTold.get(level)?.free ?? -1)) this.#outbox.nudge()
+  }
+
+  /** The room words due go at the end of this turn, news or not (the node is shutting down: its hosts should stop placing children on it). */
+  sayRoomNow(): void {
+    if (!this.#ended) this.#outbox.nudge()
+  }
+
+  /** The room words due: ridden on the frame being sent. */
+  #roomWords(): RoomMessage[] {
+    const words: RoomMessage[] = []
+    for (const [level, room] of this.#roomDue) {
+      const told = this.#roomTold.get(level)
+      if (told?.free === room.free && told.placed === room.placed) continue
+      this.#roomTold.set(level, room)
+      words.push({ type: 'room', level, ...room })
+    }
+    this.#roomDue.clear()
+    return words
   }
 
   /** A child given by the host could not be built here: the host hears why. */
@@ -174,7 +221,8 @@ export class HostLink implements HostEnd {
       case 'create': {
         // A child whose thread went, rebuilt by the host from its copy: on another thread of this node.
         const held = this.#children.get(message.child)
-        return held?.held ? held.fromHost(message) : this.#given(message)
+        if (held) return held.held ? held.fromHost(message) : this.#fatal(new ProtocolError(`the host sent a create message for child ${message.child}, which ${this.label} runs already`))
+        return this.#taking.has(message.child) ? this.#given(message) : this.#placed(message)
       }
       case 'drop':
         if (this.#taking.has(message.child)) return this.#dropTaken(message.child)
@@ -185,12 +233,21 @@ export class HostLink implements HostEnd {
     }
   }
 
-  /** The host's answer to a take: the child to build. A create nobody asked for is a broken host. */
+  /** The host's answer to a take: the child to build. A second create for it is a broken host. */
   #given(create: CreateMessage): void {
-    const taking = this.#taking.get(create.child)
-    if (!taking || taking.given) return this.#fatal(new ProtocolError(`the host sent a create message for child ${create.child}, which ${this.label} did not ask for`))
+    const taking = this.#taking.get(create.child)!
+    if (taking.given) return this.#fatal(new ProtocolError(`the host sent a second create message for child ${create.child}`))
     taking.given = true
     taking.answer(create)
+  }
+
+  /** A create no take asked for: the host placed the child here directly. Until it is on a thread, a drop lets it go as it would a taken one. */
+  #placed(create: CreateMessage): void {
+    const level = this.#options.levelOf(create.spec.header.delegationDepth)
+    this.#placements.set(level, (this.#placements.get(level) ?? 0) + 1)
+    const stop = new AbortController()
+    this.#taking.set(create.child, { given: true, stop, answer: () => {} })
+    this.#options.placed({ create, signal: AbortSignal.any([stop.signal, this.#stop.signal]) }, level, this)
   }
 
   /** The host refused a take, or let go of a child it gave before the child reached a thread. */

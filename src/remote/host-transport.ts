@@ -1,9 +1,15 @@
 /**
  * The host's side of a remote transport, whatever the broker: children run on worker nodes
- * (`subagent-worker node`) that take them from a queue, one job per child. The broker (see
- * broker.ts; BullMQ on Redis in src/bullmq) keeps the queue and carries the bytes.
+ * (`subagent-worker node`), placed directly on one with room or taken from a queue, one job per
+ * child. The broker (see broker.ts; BullMQ on Redis in src/bullmq) keeps the queue and carries
+ * the bytes.
  *
- *   start      a job naming the child (and this host) waits in the queue of its depth (the broker's
+ *   direct     a node linked to this host tells it its room (`room`, see node-link.ts), believed
+ *              once the node proved itself by a take; a start goes to the node with the most, as
+ *              a create over its link, with no job, and waits for its `created` as a taken child does. A node that had no room after all built
+ *              nothing and says so (ERR_SUBAGENT_NODE_FULL): the start is queued. One that falls
+ *              silent meanwhile may have built it, so the start fails, as a taken one does.
+ *   queued     with no node's room known, a job naming the child (and this host) waits in the queue of its depth (the broker's
  *              waiting list is the back-pressure) until a node takes it. The node then asks for
  *              the child (`take`, with the job's lock token): the first node that holds the job's
  *              lock is given it, its create message sent over that node's link, and the run goes
@@ -28,8 +34,8 @@ import type { RunnerChannel } from '../parent/runners/channel.js'
 import { RemoteChild, type Replace } from '../parent/runners/remote-child.js'
 import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportContext } from '../parent/transport.js'
 import { NodeLink } from './node-link.js'
-import type { HostBroker, OpenHostBroker, QueuedJob } from './broker.js'
-import { childJob, decode, encode, takesOf, type TakeMessage } from './envelope.js'
+import { levelOf, type HostBroker, type OpenHostBroker, type QueuedJob } from './broker.js'
+import { childJob, decode, encode, placementsOf, type TakeMessage } from './envelope.js'
 import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, noNodeServes, subagentError, versionMismatchText } from '../protocol/errors.js'
 
 export interface RemoteHostSettings {
@@ -110,9 +116,42 @@ class RemoteHostTransport implements ChildTransport {
     const graceMs = this.#context.abortGraceMs + NODE_GRACE_MARGIN_MS
     // A child moved off a node that died (CONTRACT.md §10) is queued again, for another node.
     const replace: Replace = async (moving, build) => void (await this.#enqueue(spec, moving, build))
-    const child = await this.#enqueue(spec, signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs, replace }))
+    const build = (channel: RunnerChannel) => new RemoteChild(spec, mirror, channel, { placement, graceMs, replace })
+    const placed = await this.#placeDirectly(spec, signal, build)
+    if (placed) return placed
+    const child = await this.#enqueue(spec, signal, build)
     await child.created(signal)
     return child
+  }
+
+  /**
+   * Builds the child on the linked node with the most room at its level, with no job; undefined
+   * when none has room, or when the one chosen had none after all (it built nothing: the child is
+   * queued instead).
+   */
+  async #placeDirectly(spec: ChildSpec, signal: AbortSignal, build: (channel: RunnerChannel) => RemoteChild): Promise<RemoteChild | undefined> {
+    if (this.#closing) throw hostClosed('start more subagents')
+    if (signal.aborted) throw signal.reason
+    const level = levelOf(spec.header.delegationDepth, this.#broker.levels)
+    const link = this.#roomiest(level)
+    if (!link) return undefined
+    link.placed(level)
+    const child = build(link.channel)
+    try {
+      await child.created(signal)
+      return child
+    } catch (error) {
+      if (signal.aborted || this.#closing || (error as { code?: unknown } | undefined)?.code !== 'ERR_SUBAGENT_NODE_FULL') throw error
+      link.full(level)
+      return undefined
+    }
+  }
+
+  /** The linked node with the most room at `level`, if any has room. */
+  #roomiest(level: number): NodeLink | undefined {
+    let roomiest: NodeLink | undefined
+    for (const link of this.#links.values()) if (link.room(level) > (roomiest?.room(level) ?? 0)) roomiest = link
+    return roomiest
   }
 
   /** Queues a job for the child and waits for a node holding it to take it; `build` makes the child on that node's link. */
@@ -193,6 +232,7 @@ class RemoteHostTransport implements ChildTransport {
     if (holds instanceof Error) this.#giveUp(queued, holds)
     if (holds !== true || this.#queued.get(id) !== queued || link.ended) return link.refuse(id)
     this.#dequeue(queued)
+    link.proven()
     queued.claimed(link.channel)
   }
 
@@ -224,7 +264,7 @@ class RemoteHostTransport implements ChildTransport {
   /** A node of another protocol version: the starts whose job it proves it holds fail with the reason, and it is told bye. */
   #refuse(node: string, frame: unknown, version: unknown): void {
     const error = subagentError('ERR_SUBAGENT_VERSION', versionMismatchText(`node ${node}`, version, 'this host', PROTOCOL_VERSION))
-    for (const { child, token } of takesOf(frame).takes) {
+    for (const { child, token } of placementsOf(frame).takes) {
       const queued = this.#queued.get(child)
       if (queued) void this.#holds(queued, token, node).then((holds) => holds === true && this.#giveUp(queued, error))
     }

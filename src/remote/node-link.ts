@@ -7,6 +7,12 @@
  * A child is given to a node only on its `take` (see envelope.ts), which the transport answers: the
  * `create` over this link, or a `drop`. So a client that merely reads the job and speaks of the
  * child (`created`, `events`, `idle`) has spoken of a child it does not host, and is given up on.
+ * Or the host places it here directly, with a `create` no take asked for, while the node has
+ * room by its own last word (`room`), less the children placed on it since that it had not yet
+ * counted; a node with none after all builds nothing and says so (`create-failed`,
+ * ERR_SUBAGENT_NODE_FULL), and the child is queued. Only on a node that proved itself first, by
+ * a take the transport accepted (it held a job's lock, as the job's processor): any client of the
+ * broker can say hello and claim room, and would otherwise be handed children no job gave it.
  *
  * The host cannot see a node die: a heartbeat it leaves unanswered for `nodeSilenceMs` (by the
  * transport's SilenceJudge) is its death.
@@ -16,9 +22,19 @@
 import { RunnerChannel, type Culprit, type Fault, type RunnerKind } from '../parent/runners/channel.js'
 import type { HostMessage, RunnerConfig } from '../protocol/messages.js'
 import type { Mobility } from '../parent/runners/move-point.js'
-import { takesOf, type TakeMessage } from './envelope.js'
+import { placementsOf, type RoomMessage, type TakeMessage } from './envelope.js'
 
 const KIND: RunnerKind = { noun: 'node', ended: 'given up on' }
+
+/** A node's room at one level, as this host knows it. */
+interface Room {
+  /** The node's last word: how many more it would take. */
+  free: number
+  /** How many of this host's placements it had counted then. */
+  counted: number
+  /** How many this host placed on it directly. */
+  placed: number
+}
 
 export interface NodeLinkOptions {
   node: string
@@ -33,6 +49,9 @@ export class NodeLink {
   readonly node: string
   readonly channel: RunnerChannel
   readonly #options: NodeLinkOptions
+  readonly #rooms = new Map<number, Room>()
+  /** A take of it was accepted: its word on its room is believed. */
+  #proven = false
   #ended = false
 
   constructor(options: NodeLinkOptions) {
@@ -53,11 +72,45 @@ export class NodeLink {
     return this.#ended
   }
 
-  /** A frame from the node: its runner messages go to the channel first (the hello opens it), then its takes to the transport. */
+  /** A frame from the node: its runner messages go to the channel first (the hello opens it), then its room is noted and its takes go to the transport. */
   receive(frame: unknown): void {
-    const { takes, rest } = takesOf(frame)
-    if (takes.length === 0 || (rest as unknown[]).length > 0) this.channel.receive(rest)
+    const { takes, rooms, rest } = placementsOf(frame)
+    const placementsOnly = rest !== frame && (rest as unknown[]).length === 0
+    if (!placementsOnly) this.channel.receive(rest)
+    for (const room of rooms) this.#told(room)
     for (const take of takes) if (!this.#ended) this.#options.take(take, this)
+  }
+
+  /** The node held a job it took, by the broker's lock: from now on its room is believed. */
+  proven(): void {
+    this.#proven = true
+  }
+
+  /** How many more children of `level` the node would take now, as far as this host knows: none until it proved itself. */
+  room(level: number): number {
+    const room = this.#rooms.get(level)
+    if (this.#ended || !this.#proven || !room) return 0
+    return Math.max(0, room.free - (room.placed - room.counted))
+  }
+
+  /** A child of `level` is placed on the node directly (its create goes out now). */
+  placed(level: number): void {
+    const room = this.#rooms.get(level)
+    if (room) room.placed++
+  }
+
+  /** The node had no room for a child placed on it: none is counted on until it says so again. */
+  full(level: number): void {
+    const room = this.#rooms.get(level)
+    if (room) room.free = 0
+  }
+
+  /** The node's word on its room; the placements it counts are at most those made. */
+  #told({ level, free, placed }: RoomMessage): void {
+    const room = this.#rooms.get(level)
+    if (!room) return void this.#rooms.set(level, { free, counted: 0, placed: 0 })
+    room.free = free
+    room.counted = Math.min(placed, room.placed)
   }
 
   /** The node may not have the child it asked for: it lets its job go without building anything. */

@@ -4,12 +4,20 @@
  * relaying each child's frames to the host that queued it. The broker (see broker.ts; BullMQ on
  * Redis in src/bullmq) gives it the jobs and carries the bytes.
  *
- *   capacity   maxThreads × childrenPerWorker per delegation depth: the broker's concurrency, and
- *              a job stays held until its child left, so it bounds live children, not starts.
+ *   capacity   maxThreads × childrenPerWorker per delegation depth level: a job stays held until its
+ *              child left, and a child placed directly counts until it left, so it bounds live
+ *              children, not starts. The broker's concurrency is the capacity less the children
+ *              placed directly (at least one: that job's child waits for a slot).
  *   a job      read and checked; the host's link opened (hello → welcome, once per host); the
  *              child asked for (take, with the job's lock token: the host gives it only to the
  *              node holding the job, and the job itself says nothing of what the child is); the
  *              child placed on a thread; the job ends when the child leaves the node.
+ *   room       a host whose module this node serves is told its room at each level, and again
+ *              whenever it changes (one word a level per frame, riding with the children's), and
+ *              may then place children here directly, with no job: a create no take asked for.
+ *              One that finds no room (other hosts, or jobs, took it first; or the node is
+ *              shutting down) is refused with ERR_SUBAGENT_NODE_FULL before anything of it ran,
+ *              and its host queues it.
  *   faults     a thread that dies, or is terminated after the grace, ends its children and the
  *              host hears how (`ended`); a host that falls silent has its children let go; a
  *              stalled job (this node was killed) is failed by the broker, never run again.
@@ -27,10 +35,10 @@ import { SilenceJudge } from '../parent/runners/liveness.js'
 import { RunnerPool, type PoolSettings } from '../parent/runners/runner-pool.js'
 import { DEFAULT_ABORT_GRACE_MS } from '../parent/runners/grace.js'
 import { openWorkerThread } from '../parent/runners/endpoints/worker-thread.js'
-import { HostLink } from './host-link.js'
+import { HostLink, type Taken } from './host-link.js'
 import { RelayedChild, type PlaceAgain } from './relayed-child.js'
 import { decode, encode, readJob } from './envelope.js'
-import type { NodeBroker, OpenNodeBroker } from './broker.js'
+import { levelOf, type NodeBroker, type OpenNodeBroker } from './broker.js'
 import { subagentError } from '../protocol/errors.js'
 
 export interface WorkerNode {
@@ -110,6 +118,15 @@ class RemoteNode implements WorkerNode {
   readonly #label: string
   readonly #broker: NodeBroker
   readonly #links = new Map<string, HostLink>()
+  /** The links whose host was told this node's room: their module is served here. */
+  readonly #offered = new Set<HostLink>()
+  /** By depth level (from 1): children held here, by a job or placed directly, and those placed directly. */
+  readonly #live: number[]
+  readonly #direct: number[]
+  /** The children placed directly, until each left: a shutdown waits for them as the broker does for its jobs. */
+  readonly #placedHere = new Set<Promise<void>>()
+  /** Children are taken and placed here until close() begins. */
+  #open = true
   /** By depth and runner config: children of one host config share threads. */
   readonly #pools = new Map<string, RunnerPool>()
   #check: NodeJS.Timeout | undefined
@@ -123,13 +140,15 @@ class RemoteNode implements WorkerNode {
     this.#label = `node ${settings.id}`
     this.capacity = settings.pool.maxThreads * settings.pool.childrenPerWorker
     this.#broker = open({ receive: (bytes) => this.#receive(bytes), lost: (why) => this.#connectionLost(why) })
+    this.#live = new Array<number>(this.#broker.levels + 1).fill(0)
+    this.#direct = new Array<number>(this.#broker.levels + 1).fill(0)
   }
 
   /** Resolves once the node listens and takes jobs; rejects if the broker cannot be reached in time. */
   async start(): Promise<void> {
     // Hosts answer on this node's channel: it is listened to before any job can make a host aware of us.
     await this.#broker.listen()
-    await this.#broker.take(this.capacity, (data, depth, token) => this.#run(data, depth, token))
+    await this.#broker.take(this.capacity, (data, level, token) => this.#run(data, level, token), (level) => this.#live[level]! < this.capacity)
     this.#judge.resume()
     this.#check = setInterval(() => {
       this.#judge.check(this.#links.values(), (link) => link.heard, (link, ms) => link.close(`the host was silent for ${Math.round(ms)} ms`))
@@ -141,12 +160,16 @@ class RemoteNode implements WorkerNode {
   }
 
   async #close(deadlineMs: number): Promise<void> {
+    this.#open = false
+    // Its hosts place nothing more here: they queue instead.
+    for (let level = 1; level <= this.#broker.levels; level++) this.#roomChanged(level)
+    for (const link of this.#offered) link.sayRoomNow()
     const shutDown: Fault = { stopReason: 'aborted', diagnostic: `${this.#label} shut down before the child finished` }
     // Running children may finish until the deadline; then they end, and their jobs with them.
     const deadline = setTimeout(() => {
       for (const link of this.#links.values()) link.endAll(shutDown)
     }, deadlineMs)
-    await this.#broker.stop(deadlineMs)
+    await Promise.all([this.#broker.stop(deadlineMs), ...this.#placedHere])
     clearTimeout(deadline)
     clearInterval(this.#check)
     await Promise.all([...this.#pools.values()].map((pool) => pool.close(shutDown)))
@@ -157,18 +180,43 @@ class RemoteNode implements WorkerNode {
   }
 
   /** One job: one child, from asking its host for it to its leaving the node. */
-  async #run(data: unknown, depth: number, token: string): Promise<void> {
+  async #run(data: unknown, level: number, token: string): Promise<void> {
     const read = readJob(data)
     if (read instanceof Error) throw read // the job fails, visibly in the broker; no host can be told
-    const link = this.#linkTo(read.host)
-    // The job only names the child: what it is, the host says, and only to the node holding the job.
-    const taken = await link.take(read.child, token)
-    if (!taken) return // refused (the host gave up on it, or never queued it) or the host is gone: nothing ran
-    const { create, signal } = taken
+    this.#occupy(level, 1, false)
+    try {
+      const link = this.#linkTo(read.host)
+      // The job only names the child: what it is, the host says, and only to the node holding the job.
+      const taken = await link.take(read.child, token)
+      if (!taken) return // refused (the host gave up on it, or never queued it) or the host is gone: nothing ran
+      await this.#build(link, taken, level)
+    } finally {
+      this.#occupy(level, -1, false)
+    }
+  }
+
+  /** A child its host placed here directly: built if there is room at its level, else refused before anything of it ran (the host queues it). */
+  #placed(taken: Taken, level: number, link: HostLink): void {
+    if (!this.#open || this.#live[level]! >= this.capacity) {
+      return link.createFailed(taken.create.child, subagentError('ERR_SUBAGENT_NODE_FULL', `${this.#label} has no room for the child (${this.#open ? 'it runs as many as it may' : 'it is shutting down'}); it is queued for any node`))
+    }
+    this.#occupy(level, 1, true)
+    const done = this.#build(link, taken, level)
+      .catch(() => {}) // the link ended before its welcome: nothing was built, and nobody is left to tell
+      .finally(() => {
+        this.#placedHere.delete(done)
+        this.#occupy(level, -1, true)
+      })
+    this.#placedHere.add(done)
+  }
+
+  /** A child its host gave this node: on a thread of the host's module, until it leaves. */
+  async #build(link: HostLink, { create, signal }: Taken, level: number): Promise<void> {
     const config = await link.welcome // always before the host's answer: the welcome opens its side of the link
     const agentModule = this.#moduleFor(config.agentModule)
     if (agentModule instanceof Error) return link.createFailed(create.child, agentModule)
-    const pool = this.#poolFor(depth, config)
+    this.#offer(link)
+    const pool = this.#poolFor(level, config)
     const graceMs = config.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS
     // A child whose thread went is rebuilt on another thread of this pool, ahead of new starts (CONTRACT.md §8).
     const placeAgain: PlaceAgain = async (moving, build) => void (await pool.place(AbortSignal.any([moving, link.signal]), build, true))
@@ -186,6 +234,30 @@ class RemoteNode implements WorkerNode {
     await child.done
   }
 
+  /** A child came or left at `level` (`direct`: one placed here directly): the hosts hear the room, the broker its concurrency. */
+  #occupy(level: number, by: 1 | -1, direct: boolean): void {
+    this.#live[level]! += by
+    if (direct) this.#direct[level]! += by
+    this.#broker.limit(level, this.capacity - this.#direct[level]!)
+    this.#roomChanged(level)
+  }
+
+  #roomChanged(level: number): void {
+    for (const link of this.#offered) link.room(level, this.#free(level))
+  }
+
+  /** How many more children of `level` this node would take now. */
+  #free(level: number): number {
+    return this.#open ? Math.max(0, this.capacity - this.#live[level]!) : 0
+  }
+
+  /** A host whose module this node serves hears its room at every level, once; then each change. */
+  #offer(link: HostLink): void {
+    if (this.#offered.has(link) || link.ended) return
+    this.#offered.add(link)
+    for (let level = 1; level <= this.#broker.levels; level++) link.room(level, this.#free(level))
+  }
+
   /** The module a host's children load here: the one it names, if this node serves it (the node runs no code it was not given). */
   #moduleFor(named: string | undefined): string | undefined | Error {
     const { modules } = this.#settings
@@ -193,8 +265,8 @@ class RemoteNode implements WorkerNode {
     return subagentError('ERR_SUBAGENT_MODULE_NOT_SERVED', `${this.#label} does not serve the agent module ${named}: start it with --agent-module ${named}`)
   }
 
-  #poolFor(depth: number, config: RunnerConfig): RunnerPool {
-    const key = `${depth} ${JSON.stringify(config)}`
+  #poolFor(level: number, config: RunnerConfig): RunnerPool {
+    const key = `${level} ${JSON.stringify(config)}`
     let pool = this.#pools.get(key)
     if (!pool) {
       const { pool: settings } = this.#settings
@@ -202,7 +274,7 @@ class RemoteNode implements WorkerNode {
       pool = new RunnerPool({
         ...settings,
         // Only the first level is kept warm; deeper pools start their runners on demand.
-        minThreads: depth === 1 ? settings.minThreads : 0,
+        minThreads: level === 1 ? settings.minThreads : 0,
         maxQueue: Infinity,
         open: (events) => openWorkerThread({ env, resourceLimits }, events),
         graceMs: config.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS,
@@ -221,7 +293,10 @@ class RemoteNode implements WorkerNode {
         label: this.#label,
         send: (frame) => this.#broker.send(host, encode(this.id, frame)),
         judge: this.#judge,
+        levelOf: (depth) => levelOf(depth, this.#broker.levels),
+        placed: (taken, level, from) => this.#placed(taken, level, from),
         ended: (ended) => {
+          this.#offered.delete(ended)
           if (this.#links.get(host) === ended) this.#links.delete(host)
         },
       })

@@ -3,14 +3,16 @@
  * processes, on a queue of their own): placement over two nodes, the queue as back-pressure,
  * abort while queued, the grace enforced by the node, a node killed, a host killed, a node shut
  * down, a queue a node does not serve, a job edited in Redis (to carry a create, or to be no
- * child job at all), a claim forged by a client that did not take the job, and a node of another
- * protocol version.
+ * child job at all), a claim forged by a client that did not take the job, a node of another
+ * protocol version; and direct placement: a start on a node with room goes with no job, a node
+ * with none refuses and its host queues the child, a node silent after a direct create fails the
+ * start (never queued again: it may have run), and the room a node tells its host.
  *
  * Skipped without a Redis (see test/support/redis.ts); with CI set, a missing Redis fails the run.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { deserialize, serialize } from 'node:v8'
 import { Queue, QueueEvents, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
@@ -151,6 +153,88 @@ async function waitingJob(queue: string): Promise<{ id: string; data: { host: st
 function forgedCreate(child: string) {
   const spec = { id: child, header: { id: child, createdAt: new Date().toISOString() }, options: { provider: 'scripted', model: 'm' }, seed: [], persona: 'FORGED PERSONA', descriptor: { mode: 'one-shot', provider: 'spawn' } }
   return { type: 'create', child, spec, hostModels: ['scripted'], hostTools: [] }
+}
+
+/**
+ * How many jobs were ever added to the depth-1 queue of `queue`, read from its event stream (a
+ * job removed once done leaves its 'added' there).
+ */
+async function jobsAdded(queue: string): Promise<number> {
+  const redis = new Redis(REDIS)
+  try {
+    const entries = await redis.xrange(`bull:${depth1(queue)}:events`, '-', '+')
+    return entries.filter(([, fields]) => fields[0] === 'event' && fields[1] === 'added').length
+  } finally {
+    redis.disconnect()
+  }
+}
+
+/** A create a host sends: the child asks the host's model 'scripted' and waits for its answer. */
+function plainCreate(child: string) {
+  const spec = { id: child, header: { id: child, createdAt: new Date().toISOString() }, options: { provider: 'scripted', model: 'm' }, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }
+  return { type: 'create', child, spec, hostModels: ['scripted'], hostTools: [] }
+}
+
+type Heard = { type: string; child?: string; [field: string]: unknown }
+
+/** Any Redis client posing as a host: it hears a node on its channel and publishes frames in a host's envelope. */
+class FakeHost {
+  readonly heard: Heard[] = []
+  readonly #watch = new Watch()
+  readonly #publisher = new Redis(REDIS)
+  readonly #subscriber = new Redis(REDIS)
+
+  private constructor(readonly queue: string, readonly id: string) {}
+
+  static async start(queue: string, id: string): Promise<FakeHost> {
+    const fake = new FakeHost(queue, id)
+    fake.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => {
+      const [, frame] = deserialize(bytes) as [string, Heard[]]
+      fake.heard.push(...frame)
+      fake.#watch.changed()
+    })
+    await fake.#subscriber.subscribe(`${queue}:host:${id}`)
+    return fake
+  }
+
+  /** Resolves with the first message heard that `matches`, before the call or after. */
+  async hears(what: string, matches: (message: Heard) => boolean): Promise<Heard> {
+    await this.#watch.until(what, () => this.heard.some(matches))
+    return this.heard.find(matches)!
+  }
+
+  send(node: string, frame: unknown[]): Promise<number> {
+    return this.#publisher.publish(`${this.queue}:node:${node}`, serialize([this.id, frame]))
+  }
+
+  close(): void {
+    this.#publisher.disconnect()
+    this.#subscriber.disconnect()
+  }
+}
+
+/**
+ * A FakeNode `id` that proved itself to the host as a node does: a BullMQ Worker of its name
+ * holds the job of a first start (`first`), and the fake takes that child with the job's lock,
+ * claiming room for five more. `answer` is the fake's, from the create of the first child on.
+ */
+async function provenFake(queue: string, h: Host, parent: Parameters<Host['spawn']['start']>[0]['parent'], id: string, onTestFinished: (fn: () => Promise<void> | void) => void, answer: (message: { type: string; child?: string }) => unknown[]) {
+  const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
+  let took!: (job: { data: { host: string; child: string }; token: string }) => void
+  const held = new Promise<{ data: { host: string; child: string }; token: string }>((resolve) => (took = resolve))
+  const holder = new Worker(depth1(queue), (job, token) => (took({ data: job.data, token: token! }), new Promise(() => {})), { connection, name: id })
+  onTestFinished(async () => {
+    await holder.close(true)
+    connection.disconnect()
+  })
+  const first = h.spawn.start({ prompt: 'first', parent })
+  first.catch(() => {})
+  const { data, token } = await held
+  const fake = await FakeNode.start(queue, data.host, id, answer)
+  onTestFinished(() => fake.close())
+  await fake.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token }, { type: 'room', level: 1, free: 5, placed: 0 }])
+  await fake.hears('create')
+  return { fake, first }
 }
 
 /** Whether a message heard is of `type`. */
@@ -481,5 +565,136 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
       connection.disconnect()
       publisher.disconnect()
     }
+  })
+
+  it('a start on a linked node with room goes to it directly: no job is queued, and the child runs there once', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const n = await my.node(queue)
+    // Each child asks twice: for the module tool `where`, then for its answer.
+    const { host: h, model, parent } = my.host(queue, Array.from({ length: 4 }, () => whereThenAnswer(Promise.resolve())), PATIENT)
+    const first = await h.spawn.run({ prompt: 'where are you?', parent })
+    // The first went through the queue: the node's link to this host, and its word on its room, came with it.
+    expect(await jobsAdded(queue)).toBe(1)
+    const second = await h.spawn.run({ prompt: 'and now?', parent })
+    expect([first.stopReason, second.stopReason]).toEqual(['completed', 'completed'])
+    expect(JSON.parse(textOf(second.output)).pid).toBe(n.process.pid)
+    expect(await jobsAdded(queue)).toBe(1)
+    expect(model.requests).toHaveLength(4)
+  })
+
+  it('a client that says hello and claims room, but never took a job, is given no child: the start is queued', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [textResponse('one'), textResponse('two')], PATIENT)
+    const first = h.spawn.start({ prompt: 'first', parent })
+    await queueEvent(queue, 'waiting')
+    const { data } = await waitingJob(queue)
+    const poser = await FakeNode.start(queue, data.host, 'poser')
+    onTestFinished(() => poser.close())
+    await poser.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'room', level: 1, free: 100, placed: 0 }])
+    await poser.hears('welcome')
+    const second = h.spawn.start({ prompt: 'second', parent })
+    await queueEvent(queue, 'waiting', { nth: 2 })
+    await my.node(queue)
+    const runs = await Promise.all([first, second])
+    expect((await Promise.all(runs.map((run) => run.result))).map((result) => result.stopReason)).toEqual(['completed', 'completed'])
+    await Promise.all(runs.map((run) => run.dispose()))
+    expect(poser.heard.some(said('create'))).toBe(false)
+  })
+
+  it('a node with no room after all refuses a child placed on it directly; its host queues the child, which another node runs once', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, model, parent } = my.host(queue, [textResponse('two')], PATIENT)
+    // A node that proves itself (it takes the first start's job, held by a BullMQ Worker of its
+    // name), tells the host it has room, and refuses every child it is given.
+    const full = await provenFake(queue, h, parent, 'full', onTestFinished, (message) =>
+      message.type === 'create' ? [{ type: 'create-failed', child: message.child, error: { name: 'Error', message: 'no room', code: 'ERR_SUBAGENT_NODE_FULL' } }] : [],
+    )
+    await expect(full.first).rejects.toThrow('no room')
+    const refused = h.spawn.start({ prompt: 'second', parent })
+    await queueEvent(queue, 'waiting', { nth: 2 })
+    expect(full.fake.heard.filter(said('create'))).toHaveLength(2)
+    await my.node(queue)
+    const run = await refused
+    expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'two' }] })
+    await run.dispose()
+    expect(model.requests).toHaveLength(1)
+    expect(await jobsAdded(queue)).toBe(2)
+  })
+
+  it('a node silent after a child was placed on it directly fails the start, naming the node; the child is never queued again', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [], { nodeSilenceMs: 1000 })
+    // It builds the child it took, answers the heartbeat until a child is placed on it directly, then falls silent: it may have built that one.
+    let creates = 0
+    const mute = await provenFake(queue, h, parent, 'mute', onTestFinished, (message) => {
+      if (message.type === 'create' && ++creates === 1) return [{ type: 'created', child: message.child }]
+      return message.type === 'ping' && creates < 2 ? [{ type: 'pong', n: (message as { n?: number }).n }] : []
+    })
+    const taken = await mute.first
+    await expect(h.spawn.start({ prompt: 'second', parent })).rejects.toThrow(/^node mute stopped answering for \d+ ms \(it was killed or cut off from Redis\), so its children were given up$/)
+    expect(creates).toBe(2)
+    expect(await jobsAdded(queue)).toBe(1)
+    expect(await taken.result).toMatchObject({ stopReason: 'error' })
+    await taken.dispose()
+  })
+
+  it("a node tells its host its room: none while it is full, so a create placed then is refused, naming the node; room again once a child left", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const n = await my.node(queue, { childrenPerWorker: 1, extra: ['--host-silence-ms', '60000'] })
+    const fake = await FakeHost.start(queue, 'fake-host')
+    onTestFinished(() => fake.close())
+    const connection = new Redis(REDIS)
+    const bull = new Queue(depth1(queue), { connection })
+    await bull.add('child', { v: PROTOCOL_VERSION, host: fake.id, child: 'c1' }, { removeOnComplete: true, removeOnFail: true, attempts: 1 })
+    await bull.close()
+    connection.disconnect()
+    await fake.hears('take', (message) => message.type === 'take' && message.child === 'c1')
+    await fake.send(n.id, [{ type: 'welcome', v: PROTOCOL_VERSION, config: { agentModule: pathToFileURL(FAULT_MODULE).href, maxParallelToolCalls: 1, abortGraceMs: 200 } }, plainCreate('c1')])
+    await fake.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
+    // One slot, taken by c1: the word on level 1 is none; the deeper levels have theirs.
+    await fake.hears('no room', (message) => message.type === 'room' && message.level === 1 && message.free === 0)
+    expect(fake.heard.filter(said('room')).map(({ level }) => level)).toEqual([1, 2, 3, 4])
+    await fake.send(n.id, [plainCreate('c2')])
+    const refusal = await fake.hears('create-failed c2', (message) => message.type === 'create-failed' && message.child === 'c2')
+    expect(refusal.error).toMatchObject({ code: 'ERR_SUBAGENT_NODE_FULL', message: `node ${n.id} has no room for the child (it runs as many as it may); it is queued for any node` })
+    await fake.send(n.id, [{ type: 'drop', child: 'c1' }])
+    // The placement it refused is counted in the word, so a host knows none is still on its way.
+    await fake.hears('room again', (message) => message.type === 'room' && message.level === 1 && message.free === 1 && message.placed === 1)
+    await fake.send(n.id, [plainCreate('c3')])
+    await fake.hears('created c3', (message) => message.type === 'created' && message.child === 'c3')
+    await fake.send(n.id, [{ type: 'bye' }])
+  })
+
+  it('a job that comes while children placed directly fill a node goes back to the queue for another node; the node takes jobs again once it has room', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const a = await my.node(queue, { childrenPerWorker: 1 })
+    const held = gate()
+    const heldAnswer: ScriptEntry = async () => (await held.promise, textResponse('held'))
+    const { host: h, parent } = my.host(queue, [textResponse('one'), heldAnswer, ...Array.from({ length: 2 }, () => whereThenAnswer(Promise.resolve()))], PATIENT)
+    await h.spawn.run({ prompt: 'link up', parent })
+    // The node's one slot, taken by a child placed on it directly; its Worker still waits for a job.
+    const filling = await h.spawn.start({ prompt: 'hold', parent })
+    const queued = h.spawn.start({ prompt: 'where are you?', parent })
+    // Added (the second job), taken by the full node, moved back to wait: the third 'waiting'.
+    await queueEvent(queue, 'waiting', { nth: 3 })
+    const b = await my.node(queue, { childrenPerWorker: 1 })
+    const run = await queued
+    const result = await run.result
+    await run.dispose()
+    expect(JSON.parse(textOf(result.output)).pid).toBe(b.process.pid)
+    held.open()
+    expect(await filling.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'held' }] })
+    await filling.dispose()
+    await b.stop()
+    // A host the node never spoke to can only queue: the node, with room again, takes its job.
+    const { host: other, parent: theirs } = my.host(queue, [textResponse('taken again')], PATIENT)
+    expect(await other.spawn.run({ prompt: 'anyone?', parent: theirs })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'taken again' }] })
+    expect(a.process.exitCode).toBeNull()
   })
 })

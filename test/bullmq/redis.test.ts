@@ -42,14 +42,17 @@ async function stopServer(server: ChildProcess): Promise<void> {
 const HOST_NAME = 'test-host'
 
 /**
- * Resolves once the host is back on the restarted Redis at `port`: both its connections (the
- * publisher and the subscriber) named, and its channel subscribed again. MONITOR shows what
- * comes after it starts; CLIENT LIST and PUBSUB, asked after that, what came before.
+ * Resolves once the host and the node are back on the restarted Redis at `port`: both the host's
+ * connections (the publisher and the subscriber) named, and the host's channel and the node's
+ * subscribed again (a node whose job comes back before its channel would miss the host's
+ * answer to its take). MONITOR shows what comes after it starts; CLIENT LIST and PUBSUB, asked
+ * after that, what came before.
  */
-async function hostBack(port: number): Promise<void> {
+async function bothBack(port: number): Promise<void> {
   const named = new Set<string>()
   let monitoring = false
   let subscribed = false
+  let nodeSubscribed = false
   const watch = new Watch()
   // MONITOR on a plain socket: +OK, then a line `+<time> [<db> <addr>] "<command>" "<arg>"...` for each command Redis runs.
   const monitor = connect(port, '127.0.0.1')
@@ -63,6 +66,7 @@ async function hostBack(port: number): Promise<void> {
       const source = /^\+[\d.]+ \[\d+ (\S+)\]/.exec(line)?.[1]
       if (source && line.toLowerCase().includes(`"client" "setname" "${HOST_NAME}"`)) named.add(source)
       if (line.includes('"subscribe" "own:host:')) subscribed = true
+      if (line.includes('"subscribe" "own:node:')) nodeSubscribed = true
     }
     watch.changed()
   })
@@ -75,7 +79,8 @@ async function hostBack(port: number): Promise<void> {
       if (addr && line.includes(` name=${HOST_NAME} `)) named.add(addr)
     }
     if (((await admin.pubsub('CHANNELS', 'own:host:*')) as string[]).length > 0) subscribed = true
-    await watch.until('the host back on the restarted Redis', () => named.size >= 2 && subscribed)
+    if (((await admin.pubsub('CHANNELS', 'own:node:*')) as string[]).length > 0) nodeSubscribed = true
+    await watch.until('the host and the node back on the restarted Redis', () => named.size >= 2 && subscribed && nodeSubscribed)
   } finally {
     monitor.destroy()
     admin.disconnect()
@@ -110,8 +115,8 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     await expect(host.spawn.start({ prompt: 'while down', parent })).rejects.toThrow(new RegExp(`on Redis at redis://127\\.0\\.0\\.1:${port} within 1000 ms \\(redisTimeoutMs\\)`))
 
     server = await redisServer(port)
-    // ioredis reconnects on its own: a start works once the host has (its job waits for the node's workers to be back).
-    await hostBack(port)
+    // ioredis reconnects on its own: a start works once both ends have (its job waits for the node's workers to be back).
+    await bothBack(port)
     const answer = await host.spawn.run({ prompt: 'again', parent })
     expect(answer).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'back again' }] })
   })

@@ -1,11 +1,12 @@
 /**
  * The two ends of a host↔node link, driven by hand (no Redis): the node's version check of the
  * host's welcome, its distrust of a malformed frame, its take of a child and the host's answers
- * (the create, a refusal, a drop before the child is on a thread), and the host's distrust of a
- * node that speaks of a child it was not given.
+ * (the create, a refusal, a drop before the child is on a thread), a child the host places
+ * directly, the node's room as it tells it and as the host counts it, and the host's distrust of
+ * a node that speaks of a child it was not given or of room past belief.
  */
 import { describe, expect, it } from 'vitest'
-import { HostLink, type NodeMessage } from '../../dist/remote/host-link.js'
+import { HostLink, type NodeMessage, type Taken } from '../../dist/remote/host-link.js'
 import { NodeLink } from '../../dist/remote/node-link.js'
 import type { TakeMessage } from '../../dist/remote/envelope.js'
 import { SilenceJudge } from '../../dist/parent/runners/liveness.js'
@@ -14,17 +15,26 @@ import { PROTOCOL_VERSION, type HostMessage } from '../../dist/protocol/messages
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
 function hostLink() {
-  const sent: NodeMessage[] = []
+  const sent: NodeMessage[][] = []
+  const placed: Array<{ taken: Taken; level: number }> = []
   let ended = false
-  const link = new HostLink({ host: 'h1', label: 'node n1', judge: new SilenceJudge({ limitMs: 5000, intervalMs: 500 }), send: (frame) => void sent.push(...frame), ended: () => void (ended = true) })
-  return { link, sent, ended: () => ended }
+  const link = new HostLink({
+    host: 'h1',
+    label: 'node n1',
+    judge: new SilenceJudge({ limitMs: 5000, intervalMs: 500 }),
+    send: (frame) => void sent.push(frame),
+    levelOf: (depth) => Math.min(depth ?? 1, 4),
+    placed: (taken, level) => void placed.push({ taken, level }),
+    ended: () => void (ended = true),
+  })
+  return { link, sent: { at: (i: number) => sent.flat().at(i), map: <T>(f: (m: NodeMessage) => T) => sent.flat().map(f) }, frames: sent, placed, ended: () => ended }
 }
 
 describe("a node's link to a host", () => {
   it('says hello in its version, and takes the config from a welcome in the same version', async () => {
-    const { link, sent } = hostLink()
+    const { link, frames } = hostLink()
     await turn()
-    expect(sent).toEqual([{ type: 'hello', v: PROTOCOL_VERSION }])
+    expect(frames).toEqual([[{ type: 'hello', v: PROTOCOL_VERSION }]])
     link.receive([{ type: 'welcome', v: PROTOCOL_VERSION, config: { maxParallelToolCalls: 3, abortGraceMs: 50 } }])
     await expect(link.welcome).resolves.toEqual({ maxParallelToolCalls: 3, abortGraceMs: 50 })
   })
@@ -45,14 +55,14 @@ describe("a node's link to a host", () => {
     expect(ended()).toBe(true)
   })
 
-  const create = (child: string) => ({ type: 'create', child, spec: { id: child, header: { id: child, createdAt: 'now' }, options: {}, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }, hostModels: [], hostTools: [] }) as const
+  const create = (child: string, delegationDepth = 1) => ({ type: 'create', child, spec: { id: child, header: { id: child, createdAt: 'now', delegationDepth }, options: {}, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }, hostModels: [], hostTools: [] }) as const
   const welcome = { type: 'welcome', v: PROTOCOL_VERSION, config: { maxParallelToolCalls: 3 } } as const
 
   it('asks for the child a job names with the job\'s lock token, and takes what the host gives', async () => {
-    const { link, sent } = hostLink()
+    const { link, frames } = hostLink()
     const taken = link.take('c', 'lock-token')
     await turn()
-    expect(sent).toEqual([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: 'c', token: 'lock-token' }])
+    expect(frames).toEqual([[{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: 'c', token: 'lock-token' }]])
     link.receive([welcome, create('c')])
     expect(await taken).toMatchObject({ create: create('c') })
   })
@@ -77,12 +87,70 @@ describe("a node's link to a host", () => {
     expect(sent.at(-1)).toEqual({ type: 'dropped', child: 'c' })
   })
 
-  it('a create the node did not ask for is refused: the host is broken, and the link ends', async () => {
+  it('a create no take asked for is a direct placement: the node is asked to build it at its depth level, and counts it', async () => {
+    const { link, placed, frames } = hostLink()
+    link.receive([welcome, create('c', 6)])
+    expect(placed).toHaveLength(1)
+    expect(placed[0]).toMatchObject({ level: 4, taken: { create: create('c', 6) } })
+    expect(placed[0]!.taken.signal.aborted).toBe(false)
+    await turn()
+    frames.length = 0
+    link.room(4, 2)
+    await turn()
+    // The word carries the placement it counted, so the host can subtract the ones still on their way.
+    expect(frames).toEqual([[{ type: 'room', level: 4, free: 2, placed: 1 }]])
+  })
+
+  it('a drop for a child placed directly, before it is on a thread: its placement stops and the host hears dropped', async () => {
+    const { link, placed, sent } = hostLink()
+    link.receive([welcome, create('c')])
+    link.receive([{ type: 'drop', child: 'c' }])
+    expect(placed[0]!.taken.signal.aborted).toBe(true)
+    await turn()
+    expect(sent.at(-1)).toEqual({ type: 'dropped', child: 'c' })
+  })
+
+  it('a second create for a child asked for is a broken host: the link ends', async () => {
     const { link, sent, ended } = hostLink()
-    link.receive([welcome])
+    void link.take('c', 'lock-token')
+    link.receive([welcome, create('c')])
     link.receive([create('c')])
-    expect(sent.at(-1)).toMatchObject({ type: 'fatal', error: { message: 'the host sent a create message for child c, which node n1 did not ask for' } })
+    expect(sent.at(-1)).toMatchObject({ type: 'fatal', error: { message: 'the host sent a second create message for child c' } })
     expect(ended()).toBe(true)
+  })
+
+  it('a child placed directly and refused for want of room is said so, and may be placed again', async () => {
+    const { link, placed, sent } = hostLink()
+    link.receive([welcome, create('c')])
+    link.createFailed('c', Object.assign(new Error('no room'), { code: 'ERR_SUBAGENT_NODE_FULL' }))
+    await turn()
+    expect(sent.at(-1)).toMatchObject({ type: 'create-failed', child: 'c', error: { message: 'no room', code: 'ERR_SUBAGENT_NODE_FULL' } })
+    link.receive([create('c')])
+    expect(placed).toHaveLength(2)
+  })
+
+  it('more room is said at the end of the turn; less rides the next frame sent anyway; a word that changes nothing is not said', async () => {
+    const { link, frames } = hostLink()
+    await turn()
+    frames.length = 0
+    link.room(1, 3)
+    link.room(1, 2) // the latest word a level goes
+    await turn()
+    expect(frames).toEqual([[{ type: 'room', level: 1, free: 2, placed: 0 }]])
+    link.room(1, 1)
+    await turn()
+    expect(frames).toHaveLength(1) // less room is no news to the host that placed the child
+    link.send({ type: 'created', child: 'x' })
+    await turn()
+    expect(frames[1]).toEqual([{ type: 'created', child: 'x' }, { type: 'room', level: 1, free: 1, placed: 0 }])
+    link.room(1, 2)
+    link.room(1, 1) // back where the host was told: nothing to say
+    await turn()
+    expect(frames).toHaveLength(2)
+    link.sayRoomNow()
+    link.room(1, 0)
+    await turn()
+    expect(frames[2]).toEqual([{ type: 'room', level: 1, free: 0, placed: 0 }])
   })
 
   it('a link that ends answers its open takes with nothing', async () => {
@@ -104,12 +172,18 @@ describe("a host's link to a node", () => {
     const sent: HostMessage[] = []
     const takes: TakeMessage[] = []
     let ended = false
+    const hello = { type: 'hello', v: PROTOCOL_VERSION } as const
     const link = new NodeLink({ node: 'n1', config: { maxParallelToolCalls: 8 }, send: (frame) => void sent.push(...frame), take: (take) => void takes.push(take), ended: () => void (ended = true) })
+    link.receive([hello])
     return { link, sent, takes, ended: () => ended }
   }
 
   it('a take goes to the transport, after the hello beside it opened the channel', () => {
-    const { link, takes, ended } = nodeLink()
+    const sent: HostMessage[] = []
+    const takes: TakeMessage[] = []
+    let over = false
+    const link = new NodeLink({ node: 'n1', config: { maxParallelToolCalls: 8 }, send: (frame) => void sent.push(...frame), take: (take) => void takes.push(take), ended: () => void (over = true) })
+    const ended = () => over
     link.receive([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: 'c', token: 't' }])
     expect(takes).toEqual([{ type: 'take', child: 'c', token: 't' }])
     expect(ended()).toBe(false)
@@ -124,8 +198,60 @@ describe("a host's link to a node", () => {
 
   it('a message about a child not given to the node is a violation: the node is given up on', () => {
     const { link, sent, ended } = nodeLink()
-    link.receive([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'created', child: 'stranger' }])
+    link.receive([{ type: 'created', child: 'stranger' }])
     expect(ended()).toBe(true)
     expect(sent).toContainEqual({ type: 'bye' })
+  })
+
+  it("an unproven node's word on its room is not believed: nothing is placed on it until a take of it was accepted", () => {
+    const { link } = nodeLink()
+    link.receive([{ type: 'room', level: 1, free: 3, placed: 0 }])
+    expect(link.room(1)).toBe(0)
+    link.proven()
+    expect(link.room(1)).toBe(3)
+  })
+
+  it("the node's room decides, less the placements it had not counted when it spoke", () => {
+    const { link, ended } = nodeLink()
+    link.proven()
+    expect(link.room(1)).toBe(0) // no word yet: nothing is placed on it
+    link.receive([{ type: 'room', level: 1, free: 3, placed: 0 }, { type: 'room', level: 2, free: 1, placed: 0 }])
+    expect([link.room(1), link.room(2), link.room(3)]).toEqual([3, 1, 0])
+    link.placed(1)
+    link.placed(1)
+    expect(link.room(1)).toBe(1)
+    // It had counted one of the two when it said 2: one is still on its way.
+    link.receive([{ type: 'room', level: 1, free: 2, placed: 1 }])
+    expect(link.room(1)).toBe(1)
+    // A node that claims more placements than were made is held to those made.
+    link.receive([{ type: 'room', level: 1, free: 2, placed: 9 }])
+    expect(link.room(1)).toBe(2)
+    link.full(1)
+    expect(link.room(1)).toBe(0)
+    expect(ended()).toBe(false)
+  })
+
+  it('a frame of room words alone is not a runner frame: the channel is not bothered with it', () => {
+    const { link, ended } = nodeLink()
+    link.proven()
+    link.receive([{ type: 'room', level: 1, free: 1, placed: 0 }])
+    expect(ended()).toBe(false)
+    expect(link.room(1)).toBe(1)
+  })
+
+  it('room past belief is a violation: the node is given up on, and nothing is placed on it', () => {
+    const { link, sent, ended } = nodeLink()
+    link.receive([{ type: 'room', level: 1, free: 10_000_000, placed: 0 }])
+    expect(ended()).toBe(true)
+    expect(sent).toContainEqual({ type: 'bye' })
+    expect(link.room(1)).toBe(0)
+  })
+
+  it('an ended link has no room', () => {
+    const { link } = nodeLink()
+    link.proven()
+    link.receive([{ type: 'room', level: 1, free: 4, placed: 0 }])
+    link.stop({ stopReason: 'error', diagnostic: 'gone' })
+    expect(link.room(1)).toBe(0)
   })
 })

@@ -1,7 +1,8 @@
 /**
- * The two shapes that cross a broker besides frames: the job that waits in a queue for a node,
- * and the node's take of it. Both are read by the side that did not write them, so both are
- * checked there (`isChildJob` on the node, `isTakeMessage` on the host).
+ * The shapes of placement, besides frames: the job that waits in a queue for a node, the node's
+ * take of it, and the room a node tells the hosts it is linked to. Each is read by the side that
+ * did not write it, so each is checked there (`isChildJob` on the node, `isTakeMessage` and
+ * `isRoomMessage` on the host).
  */
 import { count, variant, type Wire } from '../schema.js'
 
@@ -24,3 +25,21 @@ export type ChildJob = Wire<typeof ChildJob>
  */
 export const TakeMessage = variant('take', { child: id, token: id })
 export type TakeMessage = Wire<typeof TakeMessage>
+
+/** The most a node tells a host it has room for, at one level: more is not believed. */
+export const MAX_ROOM = 100_000
+
+/**
+ * Node → host: how many more children of one depth level (1 for the first; the broker's deeper
+ * depths share its last level) this node would take now (`free`), and how many children this host
+ * placed on it at that level it had received when it counted (`placed`). The host places a child
+ * directly on a node with room, with an unasked `create`, and queues it only when no node has
+ * any; the count lets it subtract the placements still on their way. Not a runner message:
+ * the host's transport reads it, as it does a take.
+ */
+export const RoomMessage = variant('room', {
+  level: { type: 'integer', minimum: 1, maximum: 1000 },
+  free: { type: 'integer', minimum: 0, maximum: MAX_ROOM },
+  placed: count,
+})
+export type RoomMessage = Wire<typeof RoomMessage>
