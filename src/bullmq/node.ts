@@ -3,14 +3,15 @@
  * node's broker over BullMQ and Redis: a Worker per depth queue, ioredis pub/sub. What a node
  * does with the jobs it is given is src/remote/node.ts.
  *
- *   jobs       a BullMQ Worker per depth queue, with concurrency `maxThreads × childrenPerWorker`
- *              less the children placed directly (at least one), named with the node's id (BullMQ
- *              records it on each job it hands out: the host checks a take against it);
- *              `maxStalledCount: 0`, so a stalled job (this node was killed) is failed, never run
- *              again.
+ *   jobs       a BullMQ Worker per depth queue, with concurrency `maxThreads × childrenPerWorker`,
+ *              named with the node's id (BullMQ records it on each job it hands out: the host
+ *              checks a take against it); `maxStalledCount: 0`, so a stalled job (this node was
+ *              killed) is failed, never run again.
  *   no room    a job that comes while children placed directly fill the node is moved back to
  *              wait (BullMQ's moveToWait, before anything of its child was asked for) for another
- *              node, and that level's Worker pauses until the node has room again.
+ *              node, and that level's Worker pauses until the node has room again. Its
+ *              concurrency is never lowered instead: BullMQ would not fetch again when it is
+ *              raised until a job it holds settles, and it refuses zero.
  *   Redis      reaching it at start is bounded by `redisTimeoutMs`; a dropped frame connection
  *              ends every host link; errors outside any child are logged once each.
  */
@@ -108,15 +109,9 @@ class BullmqNodeBroker implements NodeBroker {
     await within(Promise.all(this.#workers.map((worker) => worker.waitUntilReady())), redisTimeoutMs, () => this.#unreachable())
   }
 
-  limit(level: number, concurrency: number): void {
-    const worker = this.#workers[level - 1]
-    if (!worker) return
-    // BullMQ reads it before each fetch: a lower one takes effect as the jobs held settle.
-    worker.concurrency = Math.max(1, concurrency)
-    if (this.#resting.has(level) && this.#hasRoom(level)) {
-      this.#resting.delete(level)
-      void worker.resume()
-    }
+  roomFreed(level: number): void {
+    if (!this.#resting.delete(level)) return
+    void this.#workers[level - 1]?.resume()
   }
 
   send(host: string, bytes: Buffer): void {
@@ -141,9 +136,9 @@ class BullmqNodeBroker implements NodeBroker {
   }
 
   /**
-   * A job the node has no room for (its one slot left to the queue came while children placed
-   * directly filled the rest): back to wait, unrun, for another node; the level's Worker takes
-   * none until `limit` finds room (pausing it first, so it does not take this one again).
+   * A job the node has no room for (children placed directly fill it): back to wait, unrun, for
+   * another node; the level's Worker takes none until `roomFreed` (pausing it first, so it does
+   * not take this one again).
    */
   async #handBack(job: Job, level: number, token: string): Promise<never> {
     this.#resting.add(level)

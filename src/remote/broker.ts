@@ -74,8 +74,8 @@ export interface NodeBroker {
    * takes none until `limit` finds room. Resolves once taking.
    */
   take(concurrency: number, run: RunJob, hasRoom: (level: number) => boolean): Promise<void>
-  /** The node's room at `level` changed: at most `concurrency` (at least one) of its jobs at a time from now on. */
-  limit(level: number, concurrency: number): void
+  /** The node has room at `level` again: a level resting since a job was handed back takes jobs again. */
+  roomFreed(level: number): void
   /** Publishes an envelope to host `host`'s channel. */
   send(host: string, bytes: Buffer): void
   /** Takes no new job; resolves once the jobs held have settled, or `deadlineMs` (and the broker's own bound) passed. */

@@ -74,6 +74,8 @@ export function remoteTransport(name: string, settings: RemoteHostSettings, open
 /** A child waiting in the queue for a node to take it: a start, or a child moved off a node that died. */
 interface Queued {
   spec: ChildSpec
+  /** Its depth level (the broker's). */
+  level: number
   job: QueuedJob | undefined
   /** Sweeps in a row that found its job lost while no node had spoken of the child. */
   missing: number
@@ -96,6 +98,8 @@ class RemoteHostTransport implements ChildTransport {
   readonly #broker: HostBroker
   readonly #links = new Map<string, NodeLink>()
   readonly #queued = new Map<string, Queued>()
+  /** How many starts wait in the queue, by level: while any does, a new start of that level queues behind it. */
+  readonly #queuedAt = new Map<number, number>()
   readonly #heartbeat: NodeJS.Timeout
   readonly #judge: SilenceJudge
   readonly #sweep: NodeJS.Timeout
@@ -126,13 +130,14 @@ class RemoteHostTransport implements ChildTransport {
 
   /**
    * Builds the child on the linked node with the most room at its level, with no job; undefined
-   * when none has room, or when the one chosen had none after all (it built nothing: the child is
-   * queued instead).
+   * when none has room, when starts of its level wait in the queue already (it does not pass
+   * them), or when the node chosen had none after all (it built nothing: the child is queued).
    */
   async #placeDirectly(spec: ChildSpec, signal: AbortSignal, build: (channel: RunnerChannel) => RemoteChild): Promise<RemoteChild | undefined> {
     if (this.#closing) throw hostClosed('start more subagents')
     if (signal.aborted) throw signal.reason
     const level = levelOf(spec.header.delegationDepth, this.#broker.levels)
+    if ((this.#queuedAt.get(level) ?? 0) > 0) return undefined
     const link = this.#roomiest(level)
     if (!link) return undefined
     link.placed(level)
@@ -141,7 +146,8 @@ class RemoteHostTransport implements ChildTransport {
       await child.created(signal)
       return child
     } catch (error) {
-      if (signal.aborted || this.#closing || (error as { code?: unknown } | undefined)?.code !== 'ERR_SUBAGENT_NODE_FULL') throw error
+      if (signal.aborted) throw signal.reason
+      if (this.#closing || (error as { code?: unknown } | undefined)?.code !== 'ERR_SUBAGENT_NODE_FULL') throw error
       link.full(level)
       return undefined
     }
@@ -173,8 +179,10 @@ class RemoteHostTransport implements ChildTransport {
       failed = reject
     })
     taken.catch(() => {}) // awaited below unless adding the job failed first
-    const queued: Queued = { spec, job: undefined, missing: 0, since: performance.now(), watch: undefined, claimed, failed }
+    const level = levelOf(spec.header.delegationDepth, this.#broker.levels)
+    const queued: Queued = { spec, level, job: undefined, missing: 0, since: performance.now(), watch: undefined, claimed, failed }
     this.#queued.set(spec.id, queued)
+    this.#queuedAt.set(level, (this.#queuedAt.get(level) ?? 0) + 1)
     this.#watch(queued)
     const onAbort = () => this.#giveUp(queued, signal.reason)
     signal.addEventListener('abort', onAbort, { once: true })
@@ -207,6 +215,7 @@ class RemoteHostTransport implements ChildTransport {
     const id = queued.spec.id
     if (this.#queued.get(id) !== queued) return false
     this.#queued.delete(id)
+    this.#queuedAt.set(queued.level, this.#queuedAt.get(queued.level)! - 1)
     clearTimeout(queued.watch)
     return true
   }

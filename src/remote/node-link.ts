@@ -12,7 +12,8 @@
  * counted; a node with none after all builds nothing and says so (`create-failed`,
  * ERR_SUBAGENT_NODE_FULL), and the child is queued. Only on a node that proved itself first, by
  * a take the transport accepted (it held a job's lock, as the job's processor): any client of the
- * broker can say hello and claim room, and would otherwise be handed children no job gave it.
+ * broker can say hello and claim room, and would otherwise be handed children no job gave it
+ * (one that runs a broker worker itself can prove itself: see docs/design.md).
  *
  * The host cannot see a node die: a heartbeat it leaves unanswered for `nodeSilenceMs` (by the
  * transport's SilenceJudge) is its death.

@@ -6,8 +6,8 @@
  *
  *   capacity   maxThreads × childrenPerWorker per delegation depth level: a job stays held until its
  *              child left, and a child placed directly counts until it left, so it bounds live
- *              children, not starts. The broker's concurrency is the capacity less the children
- *              placed directly (at least one: that job's child waits for a slot).
+ *              children, not starts. It is the broker's concurrency too; a job that comes while
+ *              children placed directly fill the node goes back to the queue (hasRoom).
  *   a job      read and checked; the host's link opened (hello → welcome, once per host); the
  *              child asked for (take, with the job's lock token: the host gives it only to the
  *              node holding the job, and the job itself says nothing of what the child is); the
@@ -15,9 +15,9 @@
  *   room       a host whose module this node serves is told its room at each level, and again
  *              whenever it changes (one word a level per frame, riding with the children's), and
  *              may then place children here directly, with no job: a create no take asked for.
- *              One that finds no room (other hosts, or jobs, took it first; or the node is
- *              shutting down) is refused with ERR_SUBAGENT_NODE_FULL before anything of it ran,
- *              and its host queues it.
+ *              One that finds no room (other hosts, or jobs, took it first; the node is shutting
+ *              down; or its host was never told of the room) is refused with
+ *              ERR_SUBAGENT_NODE_FULL before anything of it ran, and its host queues it.
  *   faults     a thread that dies, or is terminated after the grace, ends its children and the
  *              host hears how (`ended`); a host that falls silent has its children let go; a
  *              stalled job (this node was killed) is failed by the broker, never run again.
@@ -120,13 +120,14 @@ class RemoteNode implements WorkerNode {
   readonly #links = new Map<string, HostLink>()
   /** The links whose host was told this node's room: their module is served here. */
   readonly #offered = new Set<HostLink>()
-  /** By depth level (from 1): children held here, by a job or placed directly, and those placed directly. */
+  /** By depth level (from 1): children held here, by a job or placed directly. */
   readonly #live: number[]
-  readonly #direct: number[]
   /** The children placed directly, until each left: a shutdown waits for them as the broker does for its jobs. */
   readonly #placedHere = new Set<Promise<void>>()
   /** Children are taken and placed here until close() begins. */
   #open = true
+  /** Aborted when the shutdown's deadline passes: a child still waiting for a slot is not placed. */
+  readonly #deadline = new AbortController()
   /** By depth and runner config: children of one host config share threads. */
   readonly #pools = new Map<string, RunnerPool>()
   #check: NodeJS.Timeout | undefined
@@ -141,14 +142,13 @@ class RemoteNode implements WorkerNode {
     this.capacity = settings.pool.maxThreads * settings.pool.childrenPerWorker
     this.#broker = open({ receive: (bytes) => this.#receive(bytes), lost: (why) => this.#connectionLost(why) })
     this.#live = new Array<number>(this.#broker.levels + 1).fill(0)
-    this.#direct = new Array<number>(this.#broker.levels + 1).fill(0)
   }
 
   /** Resolves once the node listens and takes jobs; rejects if the broker cannot be reached in time. */
   async start(): Promise<void> {
     // Hosts answer on this node's channel: it is listened to before any job can make a host aware of us.
     await this.#broker.listen()
-    await this.#broker.take(this.capacity, (data, level, token) => this.#run(data, level, token), (level) => this.#live[level]! < this.capacity)
+    await this.#broker.take(this.capacity, (data, level, token) => this.#run(data, level, token), (level) => this.#open && this.#live[level]! < this.capacity)
     this.#judge.resume()
     this.#check = setInterval(() => {
       this.#judge.check(this.#links.values(), (link) => link.heard, (link, ms) => link.close(`the host was silent for ${Math.round(ms)} ms`))
@@ -167,6 +167,7 @@ class RemoteNode implements WorkerNode {
     const shutDown: Fault = { stopReason: 'aborted', diagnostic: `${this.#label} shut down before the child finished` }
     // Running children may finish until the deadline; then they end, and their jobs with them.
     const deadline = setTimeout(() => {
+      this.#deadline.abort(this.#noRoom())
       for (const link of this.#links.values()) link.endAll(shutDown)
     }, deadlineMs)
     await Promise.all([this.#broker.stop(deadlineMs), ...this.#placedHere])
@@ -183,7 +184,7 @@ class RemoteNode implements WorkerNode {
   async #run(data: unknown, level: number, token: string): Promise<void> {
     const read = readJob(data)
     if (read instanceof Error) throw read // the job fails, visibly in the broker; no host can be told
-    this.#occupy(level, 1, false)
+    this.#occupy(level, 1)
     try {
       const link = this.#linkTo(read.host)
       // The job only names the child: what it is, the host says, and only to the node holding the job.
@@ -191,23 +192,33 @@ class RemoteNode implements WorkerNode {
       if (!taken) return // refused (the host gave up on it, or never queued it) or the host is gone: nothing ran
       await this.#build(link, taken, level)
     } finally {
-      this.#occupy(level, -1, false)
+      this.#occupy(level, -1)
     }
   }
 
-  /** A child its host placed here directly: built if there is room at its level, else refused before anything of it ran (the host queues it). */
+  /**
+   * A child its host placed here directly: built if this node told that host of its room and has
+   * room at its level, else refused before anything of it ran (the host queues it). The word that
+   * it has none rides the refusal, so its host hears at once when it has room again.
+   */
   #placed(taken: Taken, level: number, link: HostLink): void {
-    if (!this.#open || this.#live[level]! >= this.capacity) {
-      return link.createFailed(taken.create.child, subagentError('ERR_SUBAGENT_NODE_FULL', `${this.#label} has no room for the child (${this.#open ? 'it runs as many as it may' : 'it is shutting down'}); it is queued for any node`))
+    if (!this.#offered.has(link) || this.#free(level) === 0) {
+      link.room(level, this.#free(level))
+      return link.createFailed(taken.create.child, this.#noRoom())
     }
-    this.#occupy(level, 1, true)
+    this.#occupy(level, 1)
     const done = this.#build(link, taken, level)
       .catch(() => {}) // the link ended before its welcome: nothing was built, and nobody is left to tell
       .finally(() => {
         this.#placedHere.delete(done)
-        this.#occupy(level, -1, true)
+        this.#occupy(level, -1)
       })
     this.#placedHere.add(done)
+  }
+
+  /** Why a child placed here was not built (none of it ran: its host queues it). */
+  #noRoom(): Error {
+    return subagentError('ERR_SUBAGENT_NODE_FULL', `${this.#label} has no room for the child (${this.#open ? 'it runs as many as it may' : 'it is shutting down'}); it is queued for any node`)
   }
 
   /** A child its host gave this node: on a thread of the host's module, until it leaves. */
@@ -222,23 +233,23 @@ class RemoteNode implements WorkerNode {
     const placeAgain: PlaceAgain = async (moving, build) => void (await pool.place(AbortSignal.any([moving, link.signal]), build, true))
     let child: RelayedChild
     try {
-      child = await pool.place(signal, (thread) => {
+      child = await pool.place(AbortSignal.any([signal, this.#deadline.signal]), (thread) => {
         const relayed = new RelayedChild(create, link, thread, graceMs, placeAgain)
         link.adopt(relayed)
         return relayed
       })
     } catch (error) {
-      if (!signal.aborted) link.createFailed(create.child, error)
+      // Let go by its host (or the link ended): nothing to say. Past the shutdown's deadline: not built, and said so.
+      if (!signal.aborted) link.createFailed(create.child, this.#deadline.signal.aborted ? this.#deadline.signal.reason : error)
       return
     }
     await child.done
   }
 
-  /** A child came or left at `level` (`direct`: one placed here directly): the hosts hear the room, the broker its concurrency. */
-  #occupy(level: number, by: 1 | -1, direct: boolean): void {
+  /** A child came (1) or left (-1) at `level`: the hosts hear the room, and a broker level resting for want of room may take jobs again. */
+  #occupy(level: number, by: 1 | -1): void {
     this.#live[level]! += by
-    if (direct) this.#direct[level]! += by
-    this.#broker.limit(level, this.capacity - this.#direct[level]!)
+    if (by < 0 && this.#open) this.#broker.roomFreed(level)
     this.#roomChanged(level)
   }
 

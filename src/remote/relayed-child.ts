@@ -82,7 +82,7 @@ export class RelayedChild implements ChannelChild {
     if (this.#phase !== 'placed') return
     // A thread says `ready` (with its module's hooks) before it says `created` of any child: the host hears them first.
     if (message.type === 'created') this.#host.ready(this.#thread.hooks)
-    this.#host.send(message.type === 'rpc/call' ? withModuleTools(message, this.#thread.moduleTools) : message)
+    this.#host.send(message.type === 'rpc/call' ? withModuleTools(message, this.#thread.moduleTools) : message.type === 'create-failed' ? notNodeFull(message) : message)
     if (FINAL.has(message.type)) this.#leave(false)
   }
 
@@ -168,6 +168,16 @@ export class RelayedChild implements ChannelChild {
     this.#host.forget(this)
     this.#left()
   }
+}
+
+/**
+ * A thread's failed build, with the code only the node gives dropped: the host queues again a
+ * child refused with it, which must mean none of it ran, and module code may have run here.
+ */
+function notNodeFull(failed: Extract<RunnerMessage, { type: 'create-failed' }>): RunnerMessage {
+  if (failed.error.code !== 'ERR_SUBAGENT_NODE_FULL') return failed
+  const { code: _dropped, ...error } = failed.error
+  return { ...failed, error }
 }
 
 /** A model call with each module tool it names by index in the thread's table given as its schema; anything else unchanged (the host checks it). */

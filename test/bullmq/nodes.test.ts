@@ -216,9 +216,9 @@ class FakeHost {
 /**
  * A FakeNode `id` that proved itself to the host as a node does: a BullMQ Worker of its name
  * holds the job of a first start (`first`), and the fake takes that child with the job's lock,
- * claiming room for five more. `answer` is the fake's, from the create of the first child on.
+ * claiming room for `free` more. `answer` is the fake's, from the create of the first child on.
  */
-async function provenFake(queue: string, h: Host, parent: Parameters<Host['spawn']['start']>[0]['parent'], id: string, onTestFinished: (fn: () => Promise<void> | void) => void, answer: (message: { type: string; child?: string }) => unknown[]) {
+async function provenFake(queue: string, h: Host, parent: Parameters<Host['spawn']['start']>[0]['parent'], id: string, onTestFinished: (fn: () => Promise<void> | void) => void, answer: (message: { type: string; child?: string }) => unknown[], free = 5) {
   const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
   let took!: (job: { data: { host: string; child: string }; token: string }) => void
   const held = new Promise<{ data: { host: string; child: string }; token: string }>((resolve) => (took = resolve))
@@ -232,7 +232,7 @@ async function provenFake(queue: string, h: Host, parent: Parameters<Host['spawn
   const { data, token } = await held
   const fake = await FakeNode.start(queue, data.host, id, answer)
   onTestFinished(() => fake.close())
-  await fake.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token }, { type: 'room', level: 1, free: 5, placed: 0 }])
+  await fake.send([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: data.child, token }, { type: 'room', level: 1, free, placed: 0 }])
   await fake.hears('create')
   return { fake, first }
 }
@@ -267,6 +267,11 @@ class FakeNode {
   /** Resolves once a message of one of `types` was heard, before the call or after. */
   hears(...types: string[]): Promise<void> {
     return this.#watch.until(`${types.join(' or ')} heard by ${this.id}`, () => this.heard.some((message) => types.includes(message.type)))
+  }
+
+  /** Resolves once `n` messages of `type` were heard, before the call or after. */
+  hearsTimes(type: string, n: number): Promise<void> {
+    return this.#watch.until(`${n} ${type} heard by ${this.id}`, () => this.heard.filter((message) => message.type === type).length >= n)
   }
 
   send(frame: unknown[]): Promise<number> {
@@ -622,6 +627,30 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await run.dispose()
     expect(model.requests).toHaveLength(1)
     expect(await jobsAdded(queue)).toBe(2)
+  })
+
+  it("a start does not pass its host's starts waiting in the queue: while one waits, the next is queued behind it though a node has room", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [], PATIENT)
+    // A proven node with no room: the next start waits in the queue (the Worker of its name holds the first job, so it stays there).
+    const busy = await provenFake(queue, h, parent, 'busy', onTestFinished, (message) => (message.type === 'create' ? [{ type: 'created', child: message.child }] : []), 0)
+    const first = await busy.first
+    const waits = new AbortController()
+    const waiting2 = h.spawn.start({ prompt: 'second', parent, signal: waits.signal })
+    waiting2.catch(() => {})
+    await queueEvent(queue, 'waiting', { nth: 2 })
+    const { data } = await waitingJob(queue)
+    // Room now, told in a frame whose take the host answers (a guessed token: a drop), so the room was read before the next start.
+    await busy.fake.send([{ type: 'room', level: 1, free: 5, placed: 0 }, { type: 'take', child: data.child, token: 'guessed' }])
+    await busy.fake.hears('drop')
+    const third = h.spawn.start({ prompt: 'third', parent, signal: waits.signal })
+    third.catch(() => {})
+    // Queued (its job added), or placed on the node past the one waiting: whichever comes first.
+    await Promise.race([queueEvent(queue, 'waiting', { nth: 3 }), busy.fake.hearsTimes('create', 2)])
+    expect(busy.fake.heard.filter(said('create'))).toHaveLength(1)
+    waits.abort()
+    await first.dispose()
   })
 
   it('a node silent after a child was placed on it directly fails the start, naming the node; the child is never queued again', async ({ expect, onTestFinished }) => {

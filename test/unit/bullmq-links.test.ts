@@ -189,6 +189,14 @@ describe("a host's link to a node", () => {
     expect(ended()).toBe(false)
   })
 
+  it('a node that links again says hello anew and is welcomed again: its new link waits for the config', async () => {
+    const { link, sent } = nodeLink()
+    await turn()
+    link.receive([{ type: 'hello', v: PROTOCOL_VERSION }])
+    await turn()
+    expect(sent.filter((message) => message.type === 'welcome')).toHaveLength(2)
+  })
+
   it('a refused take is answered with a drop', async () => {
     const { link, sent } = nodeLink()
     link.refuse('c')

@@ -278,8 +278,9 @@ export class RunnerChannel {
             diagnostic: versionMismatchText(`the ${this.label}`, message.v, 'this host', PROTOCOL_VERSION),
           })
         }
-        // A node that let go of this host and links to it again (for another child) says hello anew.
+        // A node that let go of this host and links to it again (for another child) says hello anew: its new link waits for a welcome.
         if (this.#phase.name === 'opening') this.#phase = { name: 'greeted' }
+        else this.outbox.push({ type: 'welcome', v: PROTOCOL_VERSION, config: this.config })
         return
       case 'fatal':
         return this.kill({ stopReason: 'error', diagnostic: `the ${this.label} gave up on its channel: ${message.error.message}` })
@@ -301,7 +302,8 @@ export class RunnerChannel {
         const child = this.#children.get(message.child)
         if (child) return child.receive(message)
         if (this.#dropping.has(message.child)) {
-          if (message.type === 'dropped') this.#dropping.delete(message.child)
+          // Its runner let it go: after the drop, or by failing its creation as the drop crossed it.
+          if (message.type === 'dropped' || message.type === 'create-failed') this.#dropping.delete(message.child)
           return
         }
         this.violation(`a '${message.type}' message for a child it does not host`)
