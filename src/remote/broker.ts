@@ -71,7 +71,7 @@ export interface NodeBroker {
    * Takes jobs of every level, at most `concurrency` of each at a time; a job is held until `run`
    * settles, and fails if it rejects. One that comes while `hasRoom(level)` is false (children
    * placed directly fill the node) goes back to the queue, unrun, for another node, and the level
-   * takes none until `limit` finds room. Resolves once taking.
+   * takes none until `roomFreed`. Resolves once taking.
    */
   take(concurrency: number, run: RunJob, hasRoom: (level: number) => boolean): Promise<void>
   /** The node has room at `level` again: a level resting since a job was handed back takes jobs again. */

@@ -190,7 +190,7 @@ class RemoteNode implements WorkerNode {
       // The job only names the child: what it is, the host says, and only to the node holding the job.
       const taken = await link.take(read.child, token)
       if (!taken) return // refused (the host gave up on it, or never queued it) or the host is gone: nothing ran
-      await this.#build(link, taken, level)
+      await this.#build(link, taken, level, false)
     } finally {
       this.#occupy(level, -1)
     }
@@ -203,11 +203,11 @@ class RemoteNode implements WorkerNode {
    */
   #placed(taken: Taken, level: number, link: HostLink): void {
     if (!this.#offered.has(link) || this.#free(level) === 0) {
-      link.room(level, this.#free(level))
+      if (this.#offered.has(link)) link.room(level, this.#free(level))
       return link.createFailed(taken.create.child, this.#noRoom())
     }
     this.#occupy(level, 1)
-    const done = this.#build(link, taken, level)
+    const done = this.#build(link, taken, level, true)
       .catch(() => {}) // the link ended before its welcome: nothing was built, and nobody is left to tell
       .finally(() => {
         this.#placedHere.delete(done)
@@ -221,8 +221,8 @@ class RemoteNode implements WorkerNode {
     return subagentError('ERR_SUBAGENT_NODE_FULL', `${this.#label} has no room for the child (${this.#open ? 'it runs as many as it may' : 'it is shutting down'}); it is queued for any node`)
   }
 
-  /** A child its host gave this node: on a thread of the host's module, until it leaves. */
-  async #build(link: HostLink, { create, signal }: Taken, level: number): Promise<void> {
+  /** A child its host gave this node (`direct`: placed, not taken): on a thread of the host's module, until it leaves. */
+  async #build(link: HostLink, { create, signal }: Taken, level: number, direct: boolean): Promise<void> {
     const config = await link.welcome // always before the host's answer: the welcome opens its side of the link
     const agentModule = this.#moduleFor(config.agentModule)
     if (agentModule instanceof Error) return link.createFailed(create.child, agentModule)
@@ -233,14 +233,15 @@ class RemoteNode implements WorkerNode {
     const placeAgain: PlaceAgain = async (moving, build) => void (await pool.place(AbortSignal.any([moving, link.signal]), build, true))
     let child: RelayedChild
     try {
-      child = await pool.place(AbortSignal.any([signal, this.#deadline.signal]), (thread) => {
+      // One placed directly and still waiting at the shutdown's deadline is refused (its host queues it); a taken one waits for the pool's close.
+      child = await pool.place(direct ? AbortSignal.any([signal, this.#deadline.signal]) : signal, (thread) => {
         const relayed = new RelayedChild(create, link, thread, graceMs, placeAgain)
         link.adopt(relayed)
         return relayed
       })
     } catch (error) {
       // Let go by its host (or the link ended): nothing to say. Past the shutdown's deadline: not built, and said so.
-      if (!signal.aborted) link.createFailed(create.child, this.#deadline.signal.aborted ? this.#deadline.signal.reason : error)
+      if (!signal.aborted) link.createFailed(create.child, direct && this.#deadline.signal.aborted ? this.#deadline.signal.reason : error)
       return
     }
     await child.done
