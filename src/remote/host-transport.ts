@@ -166,6 +166,9 @@ class RemoteHostTransport implements ChildTransport {
     if (signal.aborted) throw signal.reason
     // Nodes answer on this host's channel: it must be listened to before any node can learn of it.
     await this.#broker.listening()
+    // Aborted or closed while it waited for that: nothing was queued.
+    if (this.#closing) throw hostClosed('start more subagents')
+    if (signal.aborted) throw signal.reason
     let claimed!: (channel: RunnerChannel) => void
     let failed!: (error: unknown) => void
     const taken = new Promise<T>((resolve, reject) => {

@@ -312,12 +312,28 @@ export class RunnerChannel {
         const child = this.#children.get(message.child)
         if (child) return child.receive(message)
         if (this.#dropping.has(message.child)) {
-          // Its runner let it go: after the drop, or by failing its creation as the drop crossed it.
-          if (message.type === 'dropped' || message.type === 'create-failed') this.#dropping.delete(message.child)
+          // Its runner let it go: after the drop, or by a last word of its own that crossed the drop.
+          if (lastWord(message)) this.#dropping.delete(message.child)
           return
         }
         this.violation(`a '${message.type}' message for a child it does not host`)
       }
     }
+  }
+}
+
+/** A runner message after which the runner holds the child no more. */
+function lastWord(message: Extract<RunnerMessage, { child: string }>): boolean {
+  switch (message.type) {
+    case 'dropped':
+    case 'create-failed':
+    case 'failed':
+    case 'idle':
+      return true
+    case 'ended':
+      // A movable one is held on its node until the host's word (the drop, here).
+      return !message.movable
+    default:
+      return false
   }
 }
