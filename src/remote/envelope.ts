@@ -44,21 +44,28 @@ export function readJob(data: unknown): { host: string; child: string } | Error 
 
 /** A node's placement messages (its takes and its room), which the host's transport answers. */
 export interface Placements {
-  takes: TakeMessage[]
-  rooms: RoomMessage[]
+  readonly takes: readonly TakeMessage[]
+  readonly rooms: readonly RoomMessage[]
 }
 
-/** A frame's placement messages apart from its runner messages (which the channel checks as it would a thread's). */
+const NONE: Placements = { takes: [], rooms: [] }
+
+/** A message's type, unchecked: a runner message is checked by the channel, so only the two placement types are checked here. */
+const typeOf = (message: unknown) => (typeof message === 'object' && message !== null ? (message as { type?: unknown }).type : undefined)
+const isPlacement = (message: unknown) => typeOf(message) === 'take' || typeOf(message) === 'room'
+
+/**
+ * A frame's placement messages apart from its runner messages (which the channel checks as it
+ * would a thread's). Most frames have none: they are passed on as they came, nothing copied.
+ */
 export function placementsOf(frame: unknown): Placements & { rest: unknown } {
-  if (!Array.isArray(frame)) return { takes: [], rooms: [], rest: frame }
+  if (!Array.isArray(frame) || !frame.some(isPlacement)) return { ...NONE, rest: frame }
   const takes: TakeMessage[] = []
   const rooms: RoomMessage[] = []
   const rest: unknown[] = []
   for (const message of frame) {
-    // A runner message is checked by the channel: only these two types are checked here.
-    const type = typeof message === 'object' && message !== null ? (message as { type?: unknown }).type : undefined
-    if (type === 'take' && isTakeMessage(message)) takes.push(message)
-    else if (type === 'room' && isRoomMessage(message)) rooms.push(message)
+    if (typeOf(message) === 'take' && isTakeMessage(message)) takes.push(message)
+    else if (typeOf(message) === 'room' && isRoomMessage(message)) rooms.push(message)
     else rest.push(message)
   }
   return { takes, rooms, rest: rest.length === frame.length ? frame : rest }

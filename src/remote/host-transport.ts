@@ -134,8 +134,7 @@ class RemoteHostTransport implements ChildTransport {
    * them), or when the node chosen had none after all (it built nothing: the child is queued).
    */
   async #placeDirectly(spec: ChildSpec, signal: AbortSignal, build: (channel: RunnerChannel) => RemoteChild): Promise<RemoteChild | undefined> {
-    if (this.#closing) throw hostClosed('start more subagents')
-    if (signal.aborted) throw signal.reason
+    this.#mayStart(signal)
     const level = levelOf(spec.header.delegationDepth, this.#broker.levels)
     if ((this.#queuedAt.get(level) ?? 0) > 0) return undefined
     const link = this.#roomiest(level)
@@ -156,19 +155,27 @@ class RemoteHostTransport implements ChildTransport {
   /** The linked node with the most room at `level`, if any has room. */
   #roomiest(level: number): NodeLink | undefined {
     let roomiest: NodeLink | undefined
-    for (const link of this.#links.values()) if (link.room(level) > (roomiest?.room(level) ?? 0)) roomiest = link
+    let most = 0
+    for (const link of this.#links.values()) {
+      const room = link.room(level)
+      if (room > most) [roomiest, most] = [link, room]
+    }
     return roomiest
+  }
+
+  /** A start may go on: the host is not closing, and the start was not aborted. */
+  #mayStart(signal: AbortSignal): void {
+    if (this.#closing) throw hostClosed('start more subagents')
+    if (signal.aborted) throw signal.reason
   }
 
   /** Queues a job for the child and waits for a node holding it to take it; `build` makes the child on that node's link. */
   async #enqueue<T>(spec: ChildSpec, signal: AbortSignal, build: (channel: RunnerChannel) => T): Promise<T> {
-    if (this.#closing) throw hostClosed('start more subagents')
-    if (signal.aborted) throw signal.reason
+    this.#mayStart(signal)
     // Nodes answer on this host's channel: it must be listened to before any node can learn of it.
     await this.#broker.listening()
     // Aborted or closed while it waited for that: nothing was queued.
-    if (this.#closing) throw hostClosed('start more subagents')
-    if (signal.aborted) throw signal.reason
+    this.#mayStart(signal)
     let claimed!: (channel: RunnerChannel) => void
     let failed!: (error: unknown) => void
     const taken = new Promise<T>((resolve, reject) => {

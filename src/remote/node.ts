@@ -148,7 +148,7 @@ class RemoteNode implements WorkerNode {
   async start(): Promise<void> {
     // Hosts answer on this node's channel: it is listened to before any job can make a host aware of us.
     await this.#broker.listen()
-    await this.#broker.take(this.capacity, (data, level, token) => this.#run(data, level, token), (level) => this.#open && this.#live[level]! < this.capacity)
+    await this.#broker.take(this.capacity, (data, level, token) => this.#run(data, level, token), (level) => this.#free(level) > 0)
     this.#judge.resume()
     this.#check = setInterval(() => {
       this.#judge.check(this.#links.values(), (link) => link.heard, (link, ms) => link.close(`the host was silent for ${Math.round(ms)} ms`))
@@ -202,8 +202,9 @@ class RemoteNode implements WorkerNode {
    * it has none rides the refusal, so its host hears at once when it has room again.
    */
   #placed(taken: Taken, level: number, link: HostLink): void {
-    if (!this.#offered.has(link) || this.#free(level) === 0) {
-      if (this.#offered.has(link)) link.room(level, this.#free(level))
+    const offered = this.#offered.has(link)
+    if (!offered || this.#free(level) === 0) {
+      if (offered) link.room(level, 0)
       return link.createFailed(taken.create.child, this.#noRoom())
     }
     this.#occupy(level, 1)

@@ -82,8 +82,15 @@ export class RelayedChild implements ChannelChild {
     if (this.#phase !== 'placed') return
     // A thread says `ready` (with its module's hooks) before it says `created` of any child: the host hears them first.
     if (message.type === 'created') this.#host.ready(this.#thread.hooks)
-    this.#host.send(message.type === 'rpc/call' ? withModuleTools(message, this.#thread.moduleTools) : message.type === 'create-failed' ? notNodeFull(message) : message)
+    this.#host.send(this.#forHost(message))
     if (FINAL.has(message.type)) this.#leave(false)
+  }
+
+  /** What the host is sent of a thread's message: as it is, but for the two the node amends. */
+  #forHost(message: Extract<RunnerMessage, { child: string }>): RunnerMessage {
+    if (message.type === 'rpc/call') return withModuleTools(message, this.#thread.moduleTools)
+    if (message.type === 'create-failed') return notNodeFull(message)
+    return message
   }
 
   /** From the host. */
