@@ -30,10 +30,9 @@ const HOLD_MS = 7000
 /** The node's own limit on its host's silence: past the hold, so the node does not let the held host go. */
 const HOST_SILENCE_MS = 30_000
 
-/** Blocks this (the host's) event loop, as a synchronous task on the host would. */
+/** Blocks this (the host's) event loop, as a synchronous task on the host would; asleep, so the hold spends no core. */
 function holdLoop(ms: number): void {
-  const end = performance.now() + ms
-  while (performance.now() < end);
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 }
 
 /** What the test has seen pass between the host and `node`, in the order Redis delivered it. */
