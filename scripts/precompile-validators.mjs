@@ -30,4 +30,3 @@ for (const schema of schemas) {
 const code = standalone(ajv, exports)
 const table = [...keys].map(([key, name]) => `[${JSON.stringify(key)}, exports.${name}]`).join(',\n')
 writeFileSync(new URL('precompiled.cjs', dist), `${code}\nexports.bySchema = new Map([\n${table}\n]);\n`)
-console.log(`precompiled ${keys.size} validators into dist/protocol/precompiled.cjs`)
