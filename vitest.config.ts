@@ -9,8 +9,9 @@ export default defineConfig({
     // Generous, because a loaded two-core machine is slow, not stuck.
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Two files at a time: most of a test's time is worker threads starting and waiting, so two
-    // share two cores well (vitest's default is cores - 1, one file at a time on two cores).
-    maxWorkers: 2,
+    // Three files at a time on two cores: much of a test's time is waiting (on a runner's start, a
+    // retry's backoff, a silence limit, a node process), and with two files a core sat idle a
+    // fifth of the run (vitest's default is cores - 1, one file at a time on two cores).
+    maxWorkers: 3,
   },
 })
