@@ -1,7 +1,5 @@
 #!/usr/bin/env node
 /** The `subagent-worker` command. */
-import { runBench } from './bench/index.js'
-import { runDemo } from './demo.js'
 import { CommandFailure, UsageError } from './terminal/failure.js'
 
 const USAGE = `usage: subagent-worker <command>
@@ -14,10 +12,11 @@ commands:
 `
 
 const [command = 'demo', ...rest] = process.argv.slice(2)
+// Each command is loaded on demand: a node or an MCP server does not load the bench's harness, and
+// bullmq and ioredis (optional peers) are loaded by the node command alone.
 const commands: Record<string, (args: string[]) => Promise<void>> = {
-  demo: () => runDemo(),
-  bench: (args) => runBench(args),
-  // Loaded on demand: bullmq and ioredis are optional peers, needed by this command alone.
+  demo: async () => (await import('./demo.js')).runDemo(),
+  bench: async (args) => (await import('./bench/index.js')).runBench(args),
   node: async (args) => (await import('./node.js')).runNode(args),
   mcp: async (args) => (await import('./mcp.js')).runMcp(args),
 }
