@@ -8,7 +8,7 @@ import standalone from 'ajv/dist/standalone/index.js'
 
 const dist = new URL('../dist/protocol/', import.meta.url)
 const { AJV_OPTIONS, registered, schemaKey } = await import(new URL('validate.js', dist).href)
-// The modules that make the protocol's validators (validate.ts's test checks that none is left out).
+// The modules that make the protocol's validators (test/unit/precompiled.test.ts checks that none is left out).
 await import(new URL('validators.js', dist).href)
 await import(new URL('rpc.js', dist).href)
 
