@@ -13,6 +13,7 @@ import { describeShape, MAX_VALUE_DEPTH, tryClone, withinDepth } from '../protoc
 import { messageOf, subagentError } from '../protocol/errors.js'
 import type { Model, ModelRequest } from './models/model.js'
 import { Conversation } from './models/conversation.js'
+import { untilAbort } from './models/until-abort.js'
 import type { AgentHooks, ToolResult } from './module.js'
 import { PromptSections } from './prompt.js'
 import { Session } from './session.js'
@@ -462,27 +463,4 @@ function abortPromise(signal: AbortSignal): { promise: Promise<void>; dispose():
     else signal.addEventListener('abort', onAbort, { once: true })
   })
   return { promise, dispose: () => signal.removeEventListener('abort', onAbort) }
-}
-
-/** Iterates a model stream but stops waiting the moment the signal aborts, even if the model ignores it. */
-async function* untilAbort(stream: AsyncIterable<StreamChunk>, signal: AbortSignal): AsyncGenerator<StreamChunk> {
-  const iterator = stream[Symbol.asyncIterator]()
-  const stopped = abortPromise(signal)
-  let finished = false
-  try {
-    for (;;) {
-      const next = iterator.next()
-      next.catch(() => {})
-      const step = await Promise.race([next, stopped.promise])
-      if (!step) throw signal.reason
-      if (step.done) {
-        finished = true
-        return
-      }
-      yield step.value
-    }
-  } finally {
-    stopped.dispose()
-    if (!finished) Promise.resolve(iterator.return?.()).catch(() => {})
-  }
 }
