@@ -28,15 +28,32 @@ import { ToolSchema } from './shapes/model.js'
 import { RUNNER_BOUNDS } from './bounds.js'
 import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
 import { anything, arrayOf, boolean, closed, count, ref, string, union, variant, type Wire } from './schema.js'
-import { KnownSessionEvent, type KnownSessionEventSchema } from './shapes/session.js'
+import { KnownSessionEvent, type KnownSessionEventSchema, type SessionEvent } from './shapes/session.js'
 import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 12
+export const PROTOCOL_VERSION = 13
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
+
+/**
+ * A recorded event as a runner's `events` and `idle` carry it: a streamed text chunk, by far the
+ * commonest event, as its bare text, at the next seq; any other event whole. A structured clone
+ * then carries one string where the chunk's event took four objects, on every chunk both ends.
+ */
+const wireEvents = { type: 'array', minItems: 1, items: { anyOf: [string, ref(KnownSessionEvent.$id)] } } as const
+export type WireEvent = string | KnownSessionEvent
+
+export function toWire(event: SessionEvent): WireEvent {
+  return event.type === 'assistant/chunk' ? event.data.chunk.text : event
+}
+
+/** The event a wire event stands for, `seq` the next in the child's record. */
+export function fromWire(event: WireEvent, seq: number): SessionEvent {
+  return typeof event === 'string' ? { seq, type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: event } } } : event
+}
 
 /** What every child on a runner shares, sent once when the channel opens. */
 export const RunnerConfig = closed(
@@ -105,9 +122,9 @@ export const RunnerMessage = {
     ),
     variant('created', { child }),
     variant('create-failed', { child, error: WireError }),
-    variant('events', { child, events: { type: 'array', minItems: 1, items: ref(KnownSessionEvent.$id) } }),
+    variant('events', { child, events: wireEvents }),
     /** The turn is over and the runner let the child go; its last events ride with it when not sent yet. */
-    variant('idle', { child, events: { type: 'array', minItems: 1, items: ref(KnownSessionEvent.$id) }, structured: closed({ value: anything }) }, ['events', 'structured']),
+    variant('idle', { child, events: wireEvents, structured: closed({ value: anything }) }, ['events', 'structured']),
     variant('dropped', { child }),
     /** The runner had to give up on one child (a message of it could not be sent). */
     variant('failed', { child, error: WireError }),

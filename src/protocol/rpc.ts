@@ -54,9 +54,19 @@ export type RpcCall = Wire<typeof RpcCall>
 export type RpcCancel = Wire<typeof RpcCancel>
 
 /** Host → runner. */
-export const RpcChunks = variant('rpc/chunks', { child, call, chunks: { type: 'array', minItems: 1, items: ref(StreamChunk.$id) } })
+
+/**
+ * A streamed chunk as a model call's reply carries it: a text delta as its bare text (consecutive
+ * ones merged into one), any other chunk whole. One string crosses where the delta took an object.
+ */
+const wireChunks = { type: 'array', items: { anyOf: [string, ref(StreamChunk.$id)] } } as const
+type WireChunk = string | StreamChunk
+
+const toWireChunk = (chunk: StreamChunk): WireChunk => (chunk.type === 'text-delta' ? chunk.text : { ...chunk })
+const fromWireChunk = (chunk: WireChunk): StreamChunk => (typeof chunk === 'string' ? { type: 'text-delta', text: chunk } : chunk)
+export const RpcChunks = variant('rpc/chunks', { child, call, chunks: { ...wireChunks, minItems: 1 } })
 /** The result; the call's last chunks ride with it when they were not sent yet. */
-export const RpcReturn = variant('rpc/result', { child, call, value: anything, chunks: { type: 'array', items: ref(StreamChunk.$id) } }, ['value', 'chunks'])
+export const RpcReturn = variant('rpc/result', { child, call, value: anything, chunks: wireChunks }, ['value', 'chunks'])
 export const RpcFailure = variant('rpc/error', { child, call, error: WireError })
 type RpcChunks = Wire<typeof RpcChunks, [StreamChunkSchema]>
 type RpcReturn = Wire<typeof RpcReturn, [StreamChunkSchema]>
@@ -107,7 +117,7 @@ export class RpcClient {
   receive(reply: RpcReply): void {
     const pending = this.#pending.get(reply.call)
     if (!pending) return
-    if (reply.type !== 'rpc/error') for (const chunk of reply.chunks ?? []) pending.onChunk?.(chunk)
+    if (reply.type !== 'rpc/error') for (const chunk of reply.chunks ?? []) pending.onChunk?.(fromWireChunk(chunk))
     if (reply.type === 'rpc/chunks') return
     this.#pending.delete(reply.call)
     if (reply.type === 'rpc/error') pending.reject(fromWireError(reply.error))
@@ -189,20 +199,20 @@ export class RpcServer {
   #emit(id: number, active: ActiveCall, chunk: StreamChunk): void {
     if (this.#active.get(id) !== active || active.controller.signal.aborted) return
     const chunks = this.#open(active)?.chunks
-    const last = chunks?.at(-1)
-    if (last?.type === 'text-delta' && chunk.type === 'text-delta') {
-      last.text += chunk.text
+    const last = chunks ? chunks.length - 1 : -1
+    if (chunk.type === 'text-delta' && typeof chunks?.[last] === 'string') {
+      chunks[last] += chunk.text
     } else if (chunks) {
-      chunks.push({ ...chunk })
+      chunks.push(toWireChunk(chunk))
     } else {
-      const message = { type: 'rpc/chunks' as const, child: this.#child, call: id, chunks: [{ ...chunk }] }
+      const message = { type: 'rpc/chunks' as const, child: this.#child, call: id, chunks: [toWireChunk(chunk)] }
       active.open = { message, epoch: this.#sink.epoch }
       this.#sink.push(message)
     }
   }
 
   /** The chunks message still queued in this epoch, if any. */
-  #open(active: ActiveCall): { chunks?: StreamChunk[] } | undefined {
+  #open(active: ActiveCall): { chunks?: WireChunk[] } | undefined {
     return active.open?.epoch === this.#sink.epoch ? active.open.message : undefined
   }
 

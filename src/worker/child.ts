@@ -10,7 +10,7 @@ import type { Model } from '../agent/models/model.js'
 import type { ToolDefinition } from '../agent/tools/tools.js'
 import type { AgentView } from '../agent/view.js'
 import { toWireError } from '../protocol/shapes/error.js'
-import type { HostMessage, RunnerConfig, RunnerMessage } from '../protocol/messages.js'
+import { toWire, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
 import type { Sink } from '../protocol/outbox.js'
 import { RpcClient } from '../protocol/rpc.js'
 import type { SessionEvent } from '../protocol/shapes/session.js'
@@ -147,10 +147,10 @@ export class RunnerChild {
     }
     const { epoch } = this.#host.outbox
     if (this.#open?.epoch === epoch) {
-      this.#open.message.events.push(event as EventsMessage['events'][number])
+      this.#open.message.events.push(toWire(event))
       return
     }
-    const message: EventsMessage = { type: 'events', child: this.id, events: [event as EventsMessage['events'][number]] }
+    const message: EventsMessage = { type: 'events', child: this.id, events: [toWire(event)] }
     this.#host.outbox.push(message)
     this.#open = { message, epoch }
   }

@@ -30,7 +30,9 @@ function channel() {
     const events: SessionEvent[] = []
     const view = { id, options: {}, session: { header: { id, createdAt: 'now' }, events } }
     const spec = { id, header: view.session.header, options: {}, seed: [], descriptor: { mode: 'one-shot' as const, provider: 'spawn' }, ...(outputSchema ? { outputSchema } : {}) }
-    return new RemoteChild(spec, { view, append: (event) => void events.push(event) }, ch, { placement: { models: new Map(), tools: new Map() }, graceMs: 100 })
+    const remote = new RemoteChild(spec, { view, append: (event) => void events.push(event) }, ch, { placement: { models: new Map(), tools: new Map() }, graceMs: 100 })
+    // The host's copy of the child's record, as the test reads it.
+    return Object.assign(remote, { events })
   }
   return { ch, sent, kills, child }
 }
@@ -127,6 +129,23 @@ describe('runner channel: the host trusts nothing the runner sends', () => {
     const second = await running(repeat)
     repeat.ch.receive([{ type: 'events', child: 'c1', events: [{ seq: 0, type: 'turn/start', data: {} }] }])
     expect(await second.outcome).toEqual({ fault: { stopReason: 'error', diagnostic: "protocol error: the test runner sent event 0 where event 2 was due: a gap or a repeat in the child's record" } })
+  })
+
+  it('a chunk that crossed as its text is recorded as the next event, an assistant/chunk text delta; the sequence is checked across both forms', async () => {
+    const setup = channel()
+    const child = setup.child('c1')
+    setup.ch.receive([{ type: 'created', child: 'c1' }])
+    await child.created(never)
+    const outcome = child.run([{ type: 'text', text: 'go' }])
+    setup.ch.receive([{ type: 'events', child: 'c1', events: ['Hel', { seq: 3, type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: 'lo' } } }, '!'] }])
+    expect(child.events.slice(2)).toEqual([
+      { seq: 2, type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: 'Hel' } } },
+      { seq: 3, type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: 'lo' } } },
+      { seq: 4, type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: '!' } } },
+    ])
+    // After three chunks, the next whole event is due at seq 5.
+    setup.ch.receive([{ type: 'events', child: 'c1', events: ['?', { seq: 5, type: 'turn/start', data: {} }] }])
+    expect(await outcome).toEqual({ fault: { stopReason: 'error', diagnostic: "protocol error: the test runner sent event 5 where event 6 was due: a gap or a repeat in the child's record" } })
   })
 
   it('a message out of phase is a protocol error: events before the child was published', async () => {

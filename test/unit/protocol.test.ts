@@ -57,6 +57,13 @@ describe('frame validators', () => {
     expect(isRunnerFrame([{ type: 'created' }])).toBe(false)
     expect(isRunnerFrame([{ type: 'events', child: 'c1', events: [{ seq: 0, type: 'turn/start', data: { extra: 1 } }] }])).toBe(false)
     expect(isRunnerFrame([{ type: 'rpc/call', child: 'c1', call: 0, method: 'tool', payload: {} }])).toBe(false)
+    // A streamed text chunk crosses as its bare text; nothing else stands in for an event.
+    expect(isRunnerFrame([{ type: 'events', child: 'c1', events: ['Hel', 'lo', { seq: 4, type: 'turn/start', data: {} }] }])).toBe(true)
+    expect(isRunnerFrame([{ type: 'idle', child: 'c1', events: ['.'] }])).toBe(true)
+    for (const item of [7, null, true, ['text'], { text: 'Hel' }]) expect(isRunnerFrame([{ type: 'events', child: 'c1', events: [item] }])).toBe(false)
+    // So does a model call's text delta, host to runner.
+    expect(isHostFrame([{ type: 'rpc/chunks', child: 'c1', call: 1, chunks: ['Hel', { type: 'usage', inputTokens: 1, outputTokens: 2 }] }])).toBe(true)
+    for (const item of [7, null, { text: 'Hel' }]) expect(isHostFrame([{ type: 'rpc/result', child: 'c1', call: 1, chunks: [item] }])).toBe(false)
     expect(isRunnerFrame([{ type: 'rpc/call', child: 'c1', call: 1, method: 'shell', payload: {} }])).toBe(false)
     // A runner's (or a node's) hooks: each known hook at most once.
     expect(isRunnerFrame([{ type: 'ready', hooks: ['beforeStep', 'afterTool'] }])).toBe(true)

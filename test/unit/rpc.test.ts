@@ -72,6 +72,8 @@ describe('rpc', () => {
     // The chunks and the result crossed together, as one message.
     expect(frames).toHaveLength(1)
     expect(frames[0]!.map((m) => m.type)).toEqual(['rpc/result'])
+    // Text deltas cross as their bare text, any other chunk whole.
+    expect(frames[0]![0]).toMatchObject({ chunks: ['ab', { type: 'usage', inputTokens: 1, outputTokens: 2 }, 'c'] })
   })
 
   it('rejects with the remote error, keeping its name and code', async () => {

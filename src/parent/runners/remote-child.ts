@@ -23,8 +23,7 @@ import type { ToolDefinition } from '../../agent/tools/tools.js'
 import type { ChildSpec, RemoteToolDescriptor } from '../../protocol/shapes/child.js'
 import type { ContentBlock } from '../../protocol/shapes/content.js'
 import { fromWireError } from '../../protocol/shapes/error.js'
-import type { HostMessage, RunnerMessage } from '../../protocol/messages.js'
-import type { SessionEvent } from '../../protocol/shapes/session.js'
+import { fromWire, type HostMessage, type RunnerMessage, type WireEvent } from '../../protocol/messages.js'
 import type { Notice } from '../../protocol/shapes/notice.js'
 import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer, type RpcHandlers } from '../../protocol/rpc.js'
@@ -266,9 +265,10 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   }
 
   /** Appends events to the mirror, each exactly the next in sequence; false (and the child ended) on a gap or repeat. */
-  #record(events: readonly SessionEvent[]): boolean {
-    for (const event of events) {
+  #record(events: readonly WireEvent[]): boolean {
+    for (const item of events) {
       const expected = this.#mirror.view.session.events.length
+      const event = fromWire(item, expected)
       if (event.seq !== expected) {
         this.#protocolError(`event ${event.seq} where event ${expected} was due: a gap or a repeat in the child's record`)
         return false
