@@ -13,7 +13,12 @@ export function untilAbort(stream: AsyncIterable<StreamChunk>, signal: AbortSign
   let open = true
   /** Rejects the pull in flight, if one is. */
   let stopPull: ((reason: unknown) => void) | undefined
-  const onAbort = () => stopPull?.(signal.reason)
+  // Kept here: the signal's own getter is checked for its receiver, and this runs on every chunk.
+  let aborted = signal.aborted
+  const onAbort = () => {
+    aborted = true
+    stopPull?.(signal.reason)
+  }
   signal.addEventListener('abort', onAbort, { once: true })
   /** The stream is over for this iterator; `early`: before the model finished it, so it is told to return. */
   const close = (early: boolean) => {
@@ -30,7 +35,7 @@ export function untilAbort(stream: AsyncIterable<StreamChunk>, signal: AbortSign
     },
     next() {
       if (!open) return over()
-      if (signal.aborted) {
+      if (aborted) {
         close(true)
         return Promise.reject(signal.reason)
       }
