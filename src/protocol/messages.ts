@@ -44,7 +44,7 @@ const version = count
  * then carries one string where the chunk's event took four objects, on every chunk both ends.
  */
 const wireEvents = { type: 'array', minItems: 1, items: { anyOf: [string, ref(KnownSessionEvent.$id)] } } as const
-export type WireEvent = string | KnownSessionEvent
+export type WireEvent = Wire<(typeof wireEvents)['items'], [ContentBlockSchema, KnownSessionEventSchema]>
 
 export function toWire(event: SessionEvent): WireEvent {
   return event.type === 'assistant/chunk' ? event.data.chunk.text : event

@@ -53,17 +53,17 @@ export const RpcCancel = variant('rpc/cancel', { child, call, reason: anything }
 export type RpcCall = Wire<typeof RpcCall>
 export type RpcCancel = Wire<typeof RpcCancel>
 
-/** Host → runner. */
-
 /**
  * A streamed chunk as a model call's reply carries it: a text delta as its bare text (consecutive
  * ones merged into one), any other chunk whole. One string crosses where the delta took an object.
  */
 const wireChunks = { type: 'array', items: { anyOf: [string, ref(StreamChunk.$id)] } } as const
-type WireChunk = string | StreamChunk
+type WireChunk = Wire<(typeof wireChunks)['items'], [StreamChunkSchema]>
 
 const toWireChunk = (chunk: StreamChunk): WireChunk => (chunk.type === 'text-delta' ? chunk.text : { ...chunk })
 const fromWireChunk = (chunk: WireChunk): StreamChunk => (typeof chunk === 'string' ? { type: 'text-delta', text: chunk } : chunk)
+
+/** Host → runner. */
 export const RpcChunks = variant('rpc/chunks', { child, call, chunks: { ...wireChunks, minItems: 1 } })
 /** The result; the call's last chunks ride with it when they were not sent yet. */
 export const RpcReturn = variant('rpc/result', { child, call, value: anything, chunks: wireChunks }, ['value', 'chunks'])

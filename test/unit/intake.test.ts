@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { FrameIntake } from '../../dist/parent/runners/intake.js'
 import { estimatedSize, RUNNER_BOUNDS } from '../../dist/protocol/bounds.js'
+import { fromWire } from '../../dist/protocol/messages.js'
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -67,6 +68,25 @@ describe('FrameIntake', () => {
     many.it.accept([{ type: 'events', child: 'c', events: new Array(130).fill(event) }])
     expect(many.violations).toEqual([`a frame larger than ${RUNNER_BOUNDS.frameBytes} bytes`])
     expect([...one.read, ...many.read]).toEqual([])
+  })
+
+  it('counts a chunk that crossed as its text as the event the host rebuilds for it, not as a bare string', () => {
+    const rebuilt = estimatedSize(fromWire('', 0), Infinity)
+    expect(rebuilt).toBeGreaterThan(estimatedSize('', Infinity) * 5)
+    // Empty texts measure 16 bytes each as strings; as the events they stand for, this frame is over the bound.
+    const count = Math.ceil(RUNNER_BOUNDS.frameBytes / rebuilt) + 1
+    const flood = intake()
+    flood.it.accept([{ type: 'events', child: 'c', events: new Array(count).fill('') }])
+    expect(flood.violations).toEqual([`a frame larger than ${RUNNER_BOUNDS.frameBytes} bytes`])
+    expect(flood.read).toEqual([])
+    const text = intake()
+    text.it.accept([{ type: 'events', child: 'c', events: ['x'.repeat(RUNNER_BOUNDS.eventBytes)] }])
+    expect(text.violations).toEqual([`an event larger than ${RUNNER_BOUNDS.eventBytes} bytes`])
+    // A frame well inside the bounds is read.
+    const fine = intake()
+    fine.it.accept([{ type: 'events', child: 'c', events: new Array(1000).fill('token ') }])
+    expect(fine.violations).toEqual([])
+    expect(fine.read).toHaveLength(1)
   })
 
   it('reads turnFrames frames in a turn, pauses the endpoint, and reads the rest in order on the next turn', async () => {

@@ -87,6 +87,34 @@ describe('untilAbort', () => {
     expect(seen).toEqual([text('a')])
   })
 
+  it('a stream that gives something other than an iterator result ends the read with a TypeError naming it; the model is told to return', async () => {
+    for (const bad of [null, 7, 'text']) {
+      let returned = false
+      const iterator = {
+        next: () => Promise.resolve(bad),
+        return: () => ((returned = true), Promise.resolve({ done: true, value: undefined })),
+      } as unknown as AsyncIterator<StreamChunk>
+      const signal = new AbortController().signal
+      const reader = untilAbort({ [Symbol.asyncIterator]: () => iterator }, signal)
+      await expect(reader.next()).rejects.toThrow(TypeError)
+      expect(returned).toBe(true)
+      expect(getEventListeners(signal, 'abort')).toEqual([])
+    }
+  })
+
+  it('a model whose return throws at once still lets an abort end the read, with the abort reason', async () => {
+    const iterator: AsyncIterator<StreamChunk> = {
+      next: () => new Promise(() => {}),
+      return: () => {
+        throw new Error('the model broke on return')
+      },
+    }
+    const controller = new AbortController()
+    const pull = untilAbort({ [Symbol.asyncIterator]: () => iterator }, controller.signal).next()
+    controller.abort('stop')
+    await expect(pull).rejects.toBe('stop')
+  })
+
   it('holds nothing per chunk while a long stream runs: the heap at its last chunk is about the heap at its first', async () => {
     setFlagsFromString('--expose-gc')
     const gc = runInNewContext('gc') as () => void

@@ -1,5 +1,6 @@
 /** A model's stream, cut loose from a model that goes on after its request was aborted. */
 import type { StreamChunk } from '../../protocol/shapes/stream.js'
+import { describeShape } from '../../protocol/values.js'
 
 /**
  * Iterates a model stream but stops waiting the moment the signal aborts, even if the model
@@ -26,13 +27,18 @@ export function untilAbort(stream: AsyncIterable<StreamChunk>, signal: AbortSign
     open = false
     stopPull = undefined
     signal.removeEventListener('abort', onAbort)
-    if (early) Promise.resolve(iterator.return?.()).catch(() => {})
+    if (!early) return
+    // Whatever the model answers, or throws, the reader has its own reason to stop.
+    try {
+      Promise.resolve(iterator.return?.()).catch(() => {})
+    } catch {}
   }
   const over = (): Promise<IteratorResult<StreamChunk>> => Promise.resolve({ done: true, value: undefined })
   return {
     [Symbol.asyncIterator]() {
       return this
     },
+    // The loop pulls one chunk at a time (for await), so one pull at most is in flight.
     next() {
       if (!open) return over()
       if (aborted) {
@@ -47,6 +53,7 @@ export function untilAbort(stream: AsyncIterable<StreamChunk>, signal: AbortSign
         stopPull = fail
         const pulled = (step: IteratorResult<StreamChunk>) => {
           stopPull = undefined
+          if (typeof step !== 'object' || step === null) return fail(new TypeError(`the model's stream gave ${describeShape(step)} where an iterator result was due`))
           if (step.done) close(false)
           resolve(step)
         }

@@ -9,6 +9,10 @@
  * Wire-agnostic, like the channel that owns it.
  */
 import { estimatedSize, RUNNER_BOUNDS } from '../../protocol/bounds.js'
+import { fromWire } from '../../protocol/messages.js'
+
+/** What a chunk that crossed as its text costs the host beyond the text: the event it rebuilds for it. */
+const REBUILT_CHUNK = estimatedSize(fromWire('', 0), Infinity)
 
 export interface IntakeOptions {
   /** Reads one frame (checks it and dispatches its messages). */
@@ -113,7 +117,7 @@ function refusal(frame: unknown): string | undefined {
   for (const message of frame) {
     const events = eventsOf(message)
     for (const event of events) {
-      const size = estimatedSize(event, Math.min(eventBytes, left))
+      const size = typeof event === 'string' ? REBUILT_CHUNK + event.length : estimatedSize(event, Math.min(eventBytes, left))
       if (size > eventBytes) return `an event larger than ${eventBytes} bytes`
       left -= size
       if (left < 0) return `a frame larger than ${frameBytes} bytes`
