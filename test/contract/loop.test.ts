@@ -257,6 +257,29 @@ describe.each(TRANSPORTS)('§2a the loop [%s]', (transport) => {
     expect(withoutDiagnostic(result)).toEqual({ output: [{ type: 'text', text: 'partial' }], stopReason: 'aborted' })
   })
 
+  it('a host model that ignores the abort is let go: the child ends aborted at once and the model’s stream is told to return', async () => {
+    const fixture = setup(transport)
+    let toldToReturn!: () => void
+    const returned = new Promise<void>((resolve) => (toldToReturn = resolve))
+    // A stream that gives one chunk and then never answers, whatever its signal says.
+    fixture.host.models.register('stubborn', {
+      stream: () => {
+        let pulls = 0
+        const iterator: AsyncIterator<StreamChunk> = {
+          next: () => (pulls++ === 0 ? Promise.resolve({ done: false, value: text('partial') }) : new Promise(() => {})),
+          return: () => (toldToReturn(), Promise.resolve({ done: true, value: undefined })),
+        }
+        return { [Symbol.asyncIterator]: () => iterator }
+      },
+    })
+    const controller = new AbortController()
+    const run = await fixture.host.spawn.start({ prompt: 'wait', parent: fixture.parent, signal: controller.signal, agentOptions: { provider: 'stubborn' } })
+    await eventOf(run, 'assistant/chunk')
+    controller.abort('enough')
+    expect(withoutDiagnostic(await run.result)).toEqual({ output: [{ type: 'text', text: 'partial' }], stopReason: 'aborted' })
+    await returned
+  })
+
   it('cancelling a top-level agent aborts its model request’s signal with the given reason', async () => {
     const fixture = setup(transport, ['hang'])
     fixture.parent.followup('wait')

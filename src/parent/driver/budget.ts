@@ -13,6 +13,7 @@
 import { limitReason, type LimitReason } from '../../agent/limit-stop.js'
 import type { Model } from '../../agent/models/model.js'
 import type { ChildLimits, SessionEvent, Usage } from '../../protocol/shapes/session.js'
+import type { StreamChunk } from '../../protocol/shapes/stream.js'
 import { narrowest } from './limits.js'
 import { MAX_TIMER_MS } from '../options.js'
 import { subagentError } from '../../protocol/errors.js'
@@ -242,24 +243,63 @@ function add(a: Usage, b: Usage): Usage {
 
 /**
  * A host-placed model as one child reaches it: each request is admitted by the child's budget
- * first, and the usage the host streams is counted by the host itself.
+ * first, and the usage the host streams is counted by the host itself, once the stream ends,
+ * fails or is left. A pass-through iterator, not an async generator: a reader that leaves (an
+ * aborted child) reaches the model's own `return` at once, where a generator would hold it
+ * behind a pull the model never answers, and it costs no generator's promises a chunk.
  */
 export function meteredModel(model: Model, budget: Budget): Model {
   return {
-    async *stream(request) {
-      const refused = budget.admit()
-      if (refused) throw subagentError('ERR_SUBAGENT_LIMIT', `the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
+    stream(request) {
+      let stream: AsyncIterator<StreamChunk> | undefined
       let usage: Usage | undefined
-      try {
-        for await (const chunk of model.stream(request)) {
-          // The loop keeps a step's last usage chunk; so does the count.
-          if (chunk?.type === 'usage') usage = { inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens }
-          yield chunk
-        }
-      } finally {
+      let open = true
+      /** The request is over: what it used is counted, once. */
+      const close = () => {
+        if (!open) return
+        open = false
         const spent = counted(usage)
         if (spent) budget.served(spent)
       }
+      const step = (result: IteratorResult<StreamChunk>) => {
+        if (typeof result !== 'object' || result === null || result.done) close()
+        // The loop keeps a step's last usage chunk; so does the count.
+        else if (result.value?.type === 'usage') usage = { inputTokens: result.value.inputTokens, outputTokens: result.value.outputTokens }
+        return result
+      }
+      const failed = (error: unknown): never => {
+        close()
+        throw error
+      }
+      const over = (): Promise<IteratorResult<StreamChunk>> => Promise.resolve({ done: true, value: undefined })
+      const iterator: AsyncIterableIterator<StreamChunk> = {
+        [Symbol.asyncIterator]: () => iterator,
+        next: () => {
+          if (!open) return over()
+          try {
+            if (!stream) {
+              const refused = budget.admit()
+              if (refused) throw subagentError('ERR_SUBAGENT_LIMIT', `the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
+              stream = model.stream(request)[Symbol.asyncIterator]()
+            }
+            return Promise.resolve(stream.next()).then(step, failed)
+          } catch (error) {
+            close()
+            return Promise.reject(error)
+          }
+        },
+        return: () => {
+          close()
+          const left = stream
+          stream = undefined
+          try {
+            return Promise.resolve(left?.return?.()).then(over)
+          } catch (error) {
+            return Promise.reject(error)
+          }
+        },
+      }
+      return iterator
     },
   }
 }

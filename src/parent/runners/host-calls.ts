@@ -16,6 +16,7 @@ import type { ChildSpec } from '../../protocol/shapes/child.js'
 import { textOf } from '../../protocol/shapes/content.js'
 import type { ToolRef, ToolSchema } from '../../protocol/shapes/model.js'
 import { Conversation } from '../../agent/models/conversation.js'
+import { untilAbort } from '../../agent/models/until-abort.js'
 import type { ModelRequest } from '../../agent/models/model.js'
 import type { RpcHandlers } from '../../protocol/rpc.js'
 import { ProtocolError } from '../../protocol/validate.js'
@@ -58,8 +59,9 @@ export function hostCalls(child: CallingChild): RpcHandlers {
       if (tools) request.tools = schemasOf(tools, child.moduleTools())
       if (spec.options.maxTokens !== undefined) request.maxTokens = spec.options.maxTokens
       return ledger.model(async () => {
-        for await (const chunk of model.stream(request)) {
-          if (signal.aborted) break
+        // Read as the inline loop reads it: a cancelled call stops waiting at once, and the model
+        // is told to return, even a model that ignores the signal.
+        for await (const chunk of untilAbort(model.stream(request), signal)) {
           // Checked here, as the inline loop does, so the child gets the same error either way.
           if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
           emit(chunk)
