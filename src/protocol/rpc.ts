@@ -199,9 +199,8 @@ export class RpcServer {
   #emit(id: number, active: ActiveCall, chunk: StreamChunk): void {
     if (this.#active.get(id) !== active || active.controller.signal.aborted) return
     const chunks = this.#open(active)?.chunks
-    const last = chunks ? chunks.length - 1 : -1
-    if (chunk.type === 'text-delta' && typeof chunks?.[last] === 'string') {
-      chunks[last] += chunk.text
+    if (chunks && chunk.type === 'text-delta' && typeof chunks.at(-1) === 'string') {
+      chunks[chunks.length - 1] += chunk.text
     } else if (chunks) {
       chunks.push(toWireChunk(chunk))
     } else {

@@ -267,36 +267,29 @@ export function meteredModel(model: Model, budget: Budget): Model {
         else if (result.value?.type === 'usage') usage = { inputTokens: result.value.inputTokens, outputTokens: result.value.outputTokens }
         return result
       }
-      const failed = (error: unknown): never => {
-        close()
-        throw error
-      }
-      const over = (): Promise<IteratorResult<StreamChunk>> => Promise.resolve({ done: true, value: undefined })
+      const done: IteratorResult<StreamChunk> = { done: true, value: undefined }
       const iterator: AsyncIterableIterator<StreamChunk> = {
         [Symbol.asyncIterator]: () => iterator,
-        next: () => {
-          if (!open) return over()
+        next: async () => {
+          if (!open) return done
           try {
             if (!stream) {
               const refused = budget.admit()
               if (refused) throw subagentError('ERR_SUBAGENT_LIMIT', `the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
               stream = model.stream(request)[Symbol.asyncIterator]()
             }
-            return Promise.resolve(stream.next()).then(step, failed)
+            return step(await stream.next())
           } catch (error) {
             close()
-            return Promise.reject(error)
+            throw error
           }
         },
-        return: () => {
+        return: async () => {
           close()
           const left = stream
           stream = undefined
-          try {
-            return Promise.resolve(left?.return?.()).then(over)
-          } catch (error) {
-            return Promise.reject(error)
-          }
+          await left?.return?.()
+          return done
         },
       }
       return iterator
