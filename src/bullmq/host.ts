@@ -22,7 +22,7 @@ import { integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import type { Transport } from '../parent/transport.js'
 import type { BrokerEvents, HostBroker, QueuedJob } from '../remote/broker.js'
 import { HEARTBEAT_MS, remoteTransport } from '../remote/host-transport.js'
-import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
+import { describeRedis, quit, redisClient, Subscription, SUBSCRIBER, within, type RedisConnection } from './redis.js'
 import { hostChannel, nodeChannel, QUEUE_DEPTHS, queueName } from './names.js'
 import { checkedPlace } from './options.js'
 import { TurnBatch } from './turn-batch.js'
@@ -93,7 +93,7 @@ class BullmqHostBroker implements HostBroker {
   readonly #events: BrokerEvents
   readonly #publisher: Redis
   readonly #subscriber: Redis
-  readonly #subscribed: Promise<unknown>
+  readonly #subscription: Subscription
   readonly queue: string
   readonly levels = QUEUE_DEPTHS
   /** By queue name (depths past QUEUE_DEPTHS share one), with its adds of a turn batched. */
@@ -107,14 +107,13 @@ class BullmqHostBroker implements HostBroker {
     this.queue = settings.queue
     this.#events = events
     this.#publisher = this.#client()
-    this.#subscriber = this.#client()
+    this.#subscriber = this.#client(SUBSCRIBER)
     this.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => events.receive(bytes))
-    this.#subscribed = this.#subscriber.subscribe(hostChannel(settings.queue, host))
-    this.#subscribed.catch(() => {}) // surfaced by every start
+    this.#subscription = new Subscription(this.#subscriber, hostChannel(settings.queue, host))
   }
 
   listening(): Promise<unknown> {
-    return this.#redis(this.#subscribed, 'subscribe to its Redis channel')
+    return this.#redis(this.#subscription.current, 'subscribe to its Redis channel')
   }
 
   enqueue(depth: number, data: ChildJob): QueuedJob {
@@ -183,8 +182,8 @@ class BullmqHostBroker implements HostBroker {
     return (await this.#publisher.exists(`${job.queueQualifiedName}:${job.id}:lock`)) === 0
   }
 
-  #client(): Redis {
-    const client = redisClient(this.#settings.connection)
+  #client(overrides = {}): Redis {
+    const client = redisClient(this.#settings.connection, overrides)
     client.on('error', (error: Error) => void (this.#lastRedisError = error))
     client.on('close', () => this.#events.lost(`this host lost its connection to Redis at ${this.#where()} (${this.#lastRedisError?.message ?? 'closed'})`))
     return client

@@ -20,7 +20,7 @@ import type { Redis } from 'ioredis'
 import { integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import type { BrokerEvents, NodeBroker, RunJob } from '../remote/broker.js'
 import { remoteNodeSettings, startRemoteNode, type RemoteNodeOptions, type RemoteNodeSettings, type WorkerNode } from '../remote/node.js'
-import { describeRedis, quit, redisClient, within, type RedisConnection } from './redis.js'
+import { describeRedis, quit, redisClient, Subscription, SUBSCRIBER, within, type RedisConnection } from './redis.js'
 import { hostChannel, nodeChannel, QUEUE_DEPTHS, queueName } from './names.js'
 import { checkedPlace } from './options.js'
 import { subagentError } from '../protocol/errors.js'
@@ -30,7 +30,7 @@ export interface NodeOptions extends RemoteNodeOptions {
   connection: RedisConnection
   /** The queue to serve; default 'subagent-worker'. A node takes jobs from this queue only. */
   queue?: string
-  /** How long reaching Redis at start may take; default 5000. */
+  /** How long reaching Redis may take, at the start and when the node's channel is listened to again after a dropped connection; default 5000. */
   redisTimeoutMs?: number
 }
 
@@ -64,6 +64,7 @@ class BullmqNodeBroker implements NodeBroker {
   readonly #label: string
   readonly #publisher: Redis
   readonly #subscriber: Redis
+  readonly #subscription: Subscription
   /** BullMQ's workers share this one (it duplicates it for their blocking reads). */
   readonly #jobs: Redis
   /** One a depth level, the first level's first. */
@@ -79,14 +80,14 @@ class BullmqNodeBroker implements NodeBroker {
     this.#settings = settings
     this.#label = `node ${settings.id}`
     this.#publisher = this.#client(events)
-    this.#subscriber = this.#client(events)
+    this.#subscriber = this.#client(events, SUBSCRIBER)
     this.#jobs = this.#client(events, { maxRetriesPerRequest: null })
     this.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => events.receive(bytes))
+    this.#subscription = new Subscription(this.#subscriber, nodeChannel(settings.queue, settings.id))
   }
 
-  async listen(): Promise<void> {
-    const { queue, redisTimeoutMs, id } = this.#settings
-    await within(this.#subscriber.subscribe(nodeChannel(queue, id)), redisTimeoutMs, () => this.#unreachable()).catch((error: Error) => {
+  async listening(): Promise<void> {
+    await within(this.#subscription.current, this.#settings.redisTimeoutMs, () => this.#unreachable()).catch((error: Error) => {
       throw error.message.startsWith(this.#label) ? error : subagentError('ERR_SUBAGENT_UNREACHABLE', this.#unreachable(error), { cause: error })
     })
   }

@@ -19,6 +19,51 @@ export function redisClient(connection: RedisConnection, overrides: RedisOptions
 /** Clients that reached Redis once: one that is only reconnecting may still send what it queued. */
 const everReady = new WeakSet<Redis>()
 
+/**
+ * One channel a client listens to, and whether it does now. Pub/sub drops what is published to a
+ * channel nobody listens to, so an end listens before it does anything the other end answers (a
+ * host adds a job, a node takes one), at the start and again after every reconnect: a node that
+ * took a job while its subscriber was still reconnecting never heard the host's answer, and its
+ * child waited for good. The client is made with ioredis's own resubscribe off (its
+ * acknowledgement is not surfaced): this subscribes again at each `ready` after a dropped
+ * connection, and `current` settles on Redis's acknowledgement.
+ */
+export class Subscription {
+  #current: Promise<void>
+  /** Settles the re-armed `current`: set while the connection is down or not yet subscribed again. */
+  #resubscribed: (() => void) | undefined
+
+  constructor(client: Redis, channel: string) {
+    this.#current = client.subscribe(channel).then(() => this.#follow(client, channel))
+    this.#current.catch(() => {}) // surfaced by whoever waits on current
+  }
+
+  /** Resolves once the channel is listened to now; rejects if the first subscription failed. */
+  get current(): Promise<void> {
+    return this.#current
+  }
+
+  /** From the first acknowledgement on: a dropped connection re-arms `current`, and the next ready subscribes again. */
+  #follow(client: Redis, channel: string): void {
+    client.on('close', () => {
+      if (!this.#resubscribed) this.#current = new Promise((resolve) => (this.#resubscribed = resolve))
+    })
+    client.on('ready', () => {
+      const resolve = this.#resubscribed
+      if (!resolve) return
+      // A subscribe cut off by another drop is sent again by ioredis, or by the next ready.
+      client.subscribe(channel).then(() => {
+        if (this.#resubscribed !== resolve) return
+        this.#resubscribed = undefined
+        resolve()
+      }, () => {})
+    })
+  }
+}
+
+/** What a subscriber client is made with: it subscribes again itself (see Subscription). */
+export const SUBSCRIBER = { autoResubscribe: false } as const satisfies RedisOptions
+
 /** Where a connection points, for error messages (never its password). */
 export function describeRedis(connection: RedisConnection): string {
   if (typeof connection === 'string') {

@@ -39,7 +39,10 @@ export interface QueuedJob {
 
 /** The host's broker, opened for its id (`host`, which names its channel). */
 export interface HostBroker {
-  /** Resolves once this host's channel is listened to: nodes answer there, so no job may name the host before. */
+  /**
+   * Resolves once this host's channel is listened to now: nodes answer there, so no job may name
+   * the host before, nor after a dropped connection until it is listened to again.
+   */
   listening(): Promise<unknown>
   /** How many depth levels it keeps apart, a queue each (see levelOf). */
   readonly levels: number
@@ -63,8 +66,12 @@ export type RunJob = (data: unknown, level: number, token: string) => Promise<vo
 
 /** A node's broker. */
 export interface NodeBroker {
-  /** Resolves once this node's channel is listened to: hosts answer there, so before any job is taken. */
-  listen(): Promise<void>
+  /**
+   * Resolves once this node's channel is listened to now: hosts answer there, so before the node
+   * takes jobs, and before it asks for a job's child after a dropped connection. Rejects when the
+   * broker cannot be reached in its bound.
+   */
+  listening(): Promise<void>
   /** How many depth levels it keeps apart, a queue each (see levelOf). */
   readonly levels: number
   /**

@@ -147,7 +147,7 @@ class RemoteNode implements WorkerNode {
   /** Resolves once the node listens and takes jobs; rejects if the broker cannot be reached in time. */
   async start(): Promise<void> {
     // Hosts answer on this node's channel: it is listened to before any job can make a host aware of us.
-    await this.#broker.listen()
+    await this.#broker.listening()
     await this.#broker.take(this.capacity, (data, level, token) => this.#run(data, level, token), (level) => this.#free(level) > 0)
     this.#judge.resume()
     this.#check = setInterval(() => {
@@ -186,6 +186,8 @@ class RemoteNode implements WorkerNode {
     if (read instanceof Error) throw read // the job fails, visibly in the broker; no host can be told
     this.#occupy(level, 1)
     try {
+      // The host answers on this node's channel: after a dropped connection, not before it is listened to again.
+      await this.#broker.listening()
       const link = this.#linkTo(read.host)
       // The job only names the child: what it is, the host says, and only to the node holding the job.
       const taken = await link.take(read.child, token)

@@ -1,9 +1,10 @@
 /**
  * Redis itself failing, on a redis-server of the test's own (never the shared one): a restart
  * mid-run ends the running children with an error naming Redis, a start while it is down fails
- * within redisTimeoutMs, and once it is back, delegation works again with nothing restarted. And
- * credentials pass through: a password-protected Redis is reached with the password, refused
- * without it.
+ * within redisTimeoutMs, and once it is back, delegation works again with nothing restarted. An
+ * end whose channel's connection alone drops (cut at a proxy, its reconnection held) acts on no
+ * job until it listens again. And credentials pass through: a password-protected Redis is reached
+ * with the password, refused without it.
  */
 import { spawnSync, type ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
@@ -12,7 +13,7 @@ import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, ScriptedModel, textResponse, type Host, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport, startNode, type RedisConnection, type WorkerNode } from 'subagent-worker/bullmq'
-import { freePort, startRedisServer } from '../support/redis.js'
+import { freePort, RedisProxy, startRedisServer } from '../support/redis.js'
 import { eventOf } from '../support/driver-helpers.js'
 import { Watch } from '../support/watch.js'
 
@@ -23,9 +24,12 @@ if (!HAVE_SERVER && process.env.CI) throw new Error('CI is set, so the Redis fau
 const servers: ChildProcess[] = []
 const nodes: WorkerNode[] = []
 const hosts: Host[] = []
+const proxies: RedisProxy[] = []
 afterEach(async () => {
+  for (const proxy of proxies) proxy.release()
   await Promise.all(hosts.splice(0).map((host) => host.close()))
   await Promise.all(nodes.splice(0).map((node) => node.close(0)))
+  await Promise.all(proxies.splice(0).map((proxy) => proxy.close()))
   for (const server of servers.splice(0)) server.kill('SIGKILL')
 })
 
@@ -87,8 +91,26 @@ async function bothBack(port: number): Promise<void> {
   }
 }
 
-function hostOn(connection: RedisConnection, script: ScriptEntry[] = []) {
-  const host = createHost({ transport: bullmqTransport({ connection, queue: 'own', redisTimeoutMs: 1000, nodeSilenceMs: 1000 }), agentModule: CONTRACT_MODULE })
+/** A proxy to the redis-server at `port`, closed after the test; `watch` hears each connection it takes. */
+async function proxyTo(port: number, watch: Watch): Promise<RedisProxy> {
+  const proxy = await RedisProxy.start(port, () => watch.changed())
+  proxies.push(proxy)
+  return proxy
+}
+
+/** Calls `changed` whenever a job's lock is set on the redis-server at `port` (a node took it), from Redis's keyspace events. */
+async function onLockSet(port: number, changed: () => void): Promise<Redis> {
+  const admin = new Redis(port)
+  await admin.config('SET', 'notify-keyspace-events', 'K$')
+  const listener = new Redis(port)
+  listener.on('pmessage', (_pattern: string, _key: string, event: string) => event === 'set' && changed())
+  await listener.psubscribe('__keyspace@0__:*:lock')
+  admin.disconnect()
+  return listener
+}
+
+function hostOn(connection: RedisConnection, script: ScriptEntry[] = [], redisTimeoutMs = 1000) {
+  const host = createHost({ transport: bullmqTransport({ connection, queue: 'own', redisTimeoutMs, nodeSilenceMs: 1000 }), agentModule: CONTRACT_MODULE })
   hosts.push(host)
   host.models.register('scripted', new ScriptedModel(script))
   return { host, parent: host.createAgent({ options: { provider: 'scripted', model: 'm' } }) }
@@ -119,6 +141,60 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     await bothBack(port)
     const answer = await host.spawn.run({ prompt: 'again', parent })
     expect(answer).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'back again' }] })
+  })
+
+  it("a node whose channel's connection dropped asks for no child until it listens again: a job it took meanwhile runs once it does", async () => {
+    const port = await freePort()
+    await redisServer(port)
+    const watch = new Watch()
+    const proxy = await proxyTo(port, watch)
+    nodes.push(await startNode({ connection: `redis://127.0.0.1:${proxy.port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, redisTimeoutMs: 60_000, log: () => {} }))
+    let locks = 0
+    const lockWatch = await onLockSet(port, () => {
+      locks++
+      watch.changed()
+    })
+    try {
+      const { host, parent } = hostOn(`redis://127.0.0.1:${port}`, [textResponse('heard')])
+      // The node's subscriber is cut, and its reconnection held: the node sees its connection drop.
+      proxy.hold()
+      expect(proxy.cut(':node:')).toBe(1)
+      await watch.until("the node's subscriber reconnecting", () => proxy.held === 1)
+      // A start resolves once its child is built on the node.
+      const started = host.spawn.start({ prompt: 'hi', parent })
+      // The node took the job while it could not hear the host: an answer the host sent now would be lost.
+      await watch.until('the node to take the job', () => locks === 1)
+      proxy.release()
+      const run = await started
+      expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'heard' }] })
+    } finally {
+      lockWatch.disconnect()
+    }
+  })
+
+  it("a host whose channel's connection dropped queues no job until it listens again: a start meanwhile fails in redisTimeoutMs, and none was added", async () => {
+    const port = await freePort()
+    await redisServer(port)
+    const watch = new Watch()
+    const proxy = await proxyTo(port, watch)
+    nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, log: () => {} }))
+    const { host, parent } = hostOn(`redis://127.0.0.1:${proxy.port}`, [textResponse('first'), textResponse('again')])
+    expect(await host.spawn.run({ prompt: 'hi', parent })).toMatchObject({ stopReason: 'completed' })
+    const connections = proxy.held
+    proxy.hold()
+    expect(proxy.cut(':host:')).toBe(1)
+    await watch.until("the host's subscriber reconnecting", () => proxy.held === connections + 1)
+    // Its job would name a channel nobody listens to: the node's take would be lost.
+    await expect(host.spawn.start({ prompt: 'unheard', parent })).rejects.toThrow(new RegExp(`could not subscribe to its Redis channel on Redis at redis://127\\.0\\.0\\.1:${proxy.port} within 1000 ms \\(redisTimeoutMs\\)`))
+    const admin = new Redis(port)
+    try {
+      expect(await admin.keys('bull:own-*:wait')).toEqual([])
+      expect(Number(await admin.get((await admin.keys('bull:own-*:id'))[0] ?? 'none'))).toBe(1)
+    } finally {
+      admin.disconnect()
+    }
+    proxy.release()
+    expect(await host.spawn.run({ prompt: 'again', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'again' }] })
   })
 
   it('credentials pass through: a password-protected Redis is used with the password and refused without', async () => {

@@ -3,7 +3,7 @@
  * one they skip and say how to run them, so `npm test` passes on a laptop; with CI set they must run.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer } from 'node:net'
+import { connect, createServer, type Server, type Socket } from 'node:net'
 import { Redis } from 'ioredis'
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -51,4 +51,101 @@ export async function startRedisServer(port: number, track: (server: ChildProces
     server.once('exit', (code) => reject(new Error(`redis-server on port ${port} exited (${code}) before accepting connections:\n${said}`)))
   })
   return server
+}
+
+/**
+ * A TCP proxy in front of a Redis, for a test that cuts one client's connection and holds its
+ * reconnection: each connection through it keeps what its client sent (the first 64 KB), so a
+ * test can cut the one that subscribed to a channel; while held, a new connection is accepted
+ * but goes nowhere (its client waits for its ready check) until released. `changed` is called
+ * when a connection comes in.
+ */
+export class RedisProxy {
+  readonly #server: Server
+  readonly #target: number
+  readonly #connections = new Set<{ client: Socket; upstream: Socket | undefined; sent: string }>()
+  readonly #held: Socket[] = []
+  #holding = false
+
+  private constructor(server: Server, target: number, changed: () => void) {
+    this.#server = server
+    this.#target = target
+    server.on('connection', (client) => {
+      const connection = { client, upstream: undefined as Socket | undefined, sent: '' }
+      this.#connections.add(connection)
+      client.on('data', (chunk: Buffer) => {
+        if (connection.sent.length < 65_536) connection.sent += chunk.toString('latin1')
+      })
+      client.on('close', () => {
+        connection.upstream?.destroy()
+        this.#connections.delete(connection)
+      })
+      client.on('error', () => {})
+      if (this.#holding) {
+        client.pause()
+        this.#held.push(client)
+      } else {
+        this.#pipe(connection)
+      }
+      changed()
+    })
+  }
+
+  static async start(target: number, changed: () => void = () => {}): Promise<RedisProxy> {
+    const server = createServer()
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return new RedisProxy(server, target, changed)
+  }
+
+  get port(): number {
+    return (this.#server.address() as { port: number }).port
+  }
+
+  /** How many connections wait, held. */
+  get held(): number {
+    return this.#held.length
+  }
+
+  /** Connections made from now on wait until release(). */
+  hold(): void {
+    this.#holding = true
+  }
+
+  /** The held connections go through to Redis, what their clients sent meanwhile first; new ones go straight through. */
+  release(): void {
+    this.#holding = false
+    for (const client of this.#held.splice(0)) {
+      const connection = [...this.#connections].find((each) => each.client === client)
+      if (connection) this.#pipe(connection)
+    }
+  }
+
+  /** Drops every connection whose client sent `text` (say, a channel it subscribed to); how many. */
+  cut(text: string): number {
+    let cut = 0
+    for (const connection of this.#connections) {
+      if (!connection.sent.includes(text)) continue
+      connection.client.destroy()
+      connection.upstream?.destroy()
+      cut++
+    }
+    return cut
+  }
+
+  async close(): Promise<void> {
+    for (const { client, upstream } of this.#connections) {
+      client.destroy()
+      upstream?.destroy()
+    }
+    await new Promise((resolve) => this.#server.close(resolve))
+  }
+
+  #pipe(connection: { client: Socket; upstream: Socket | undefined }): void {
+    const upstream = connect(this.#target, '127.0.0.1')
+    upstream.on('error', () => connection.client.destroy())
+    upstream.on('close', () => connection.client.destroy())
+    connection.upstream = upstream
+    connection.client.pipe(upstream)
+    upstream.pipe(connection.client)
+  }
 }
