@@ -25,39 +25,73 @@ const everReady = new WeakSet<Redis>()
  * host adds a job, a node takes one), at the start and again after every reconnect: a node that
  * took a job while its subscriber was still reconnecting never heard the host's answer, and its
  * child waited for good. The client is made with ioredis's own resubscribe off (its
- * acknowledgement is not surfaced): this subscribes again at each `ready` after a dropped
- * connection, and `current` settles on Redis's acknowledgement.
+ * acknowledgement is not surfaced), and this subscribes itself:
+ *
+ *   subscribing  a SUBSCRIBE is on its way (queued by ioredis while it connects): `current` waits.
+ *   listening    Redis acknowledged it: `current` is resolved.
+ *   down         the connection dropped, or a SUBSCRIBE was lost with it (ioredis gives up on a
+ *                queued command after maxRetriesPerRequest reconnects): `current` waits for the
+ *                SUBSCRIBE sent at the next `ready`. So a host made while Redis is away works once
+ *                it is back, where it used to keep that first failure for good.
+ *   refused      Redis answered the SUBSCRIBE with an error (NOAUTH, an ACL): `current` rejects
+ *                with it, and the next `ready` tries again.
  */
 export class Subscription {
-  #current: Promise<void>
-  /** Settles the re-armed `current`: set while the connection is down or not yet subscribed again. */
-  #resubscribed: (() => void) | undefined
+  readonly #client: Redis
+  readonly #channel: string
+  #state: 'subscribing' | 'listening' | 'down' | 'refused' = 'subscribing'
+  #current!: Promise<void>
+  /** Settles `current` while it waits: set from the moment the channel is not listened to until it is again, or is refused. */
+  #settle: ((error?: Error) => void) | undefined
 
   constructor(client: Redis, channel: string) {
-    this.#current = client.subscribe(channel).then(() => this.#follow(client, channel))
-    this.#current.catch(() => {}) // surfaced by whoever waits on current
+    this.#client = client
+    this.#channel = channel
+    this.#subscribe()
+    client.on('close', () => {
+      if (this.#state !== 'listening' && this.#state !== 'refused') return
+      this.#state = 'down'
+      this.#wait()
+    })
+    client.on('ready', () => {
+      if (this.#state === 'down' || this.#state === 'refused') this.#subscribe()
+    })
   }
 
-  /** Resolves once the channel is listened to now; rejects if the first subscription failed. */
+  /** Resolves once the channel is listened to now; rejects with Redis's answer when it refused the subscription. */
   get current(): Promise<void> {
     return this.#current
   }
 
-  /** From the first acknowledgement on: a dropped connection re-arms `current`, and the next ready subscribes again. */
-  #follow(client: Redis, channel: string): void {
-    client.on('close', () => {
-      if (!this.#resubscribed) this.#current = new Promise((resolve) => (this.#resubscribed = resolve))
+  #subscribe(): void {
+    this.#state = 'subscribing'
+    if (!this.#settle) this.#wait()
+    this.#client.subscribe(this.#channel).then(
+      () => {
+        this.#state = 'listening'
+        this.#settled()
+      },
+      (error: Error) => {
+        // Lost with the connection rather than answered by Redis (ioredis's ReplyError): the wait goes on, for the next ready's SUBSCRIBE.
+        if (error.name !== 'ReplyError') return void (this.#state = 'down')
+        this.#state = 'refused'
+        this.#settled(error)
+      },
+    )
+  }
+
+  /** `current` waits from now until the channel is listened to, or refused. */
+  #wait(): void {
+    this.#current = new Promise<void>((resolve, reject) => {
+      this.#settle = (error) => (error ? reject(error) : resolve())
     })
-    client.on('ready', () => {
-      const resolve = this.#resubscribed
-      if (!resolve) return
-      // A subscribe cut off by another drop is sent again by ioredis, or by the next ready.
-      client.subscribe(channel).then(() => {
-        if (this.#resubscribed !== resolve) return
-        this.#resubscribed = undefined
-        resolve()
-      }, () => {})
-    })
+    this.#current.catch(() => {}) // surfaced by whoever waits on current
+  }
+
+  #settled(error?: Error): void {
+    const settle = this.#settle
+    this.#settle = undefined
+    settle?.(error)
   }
 }
 

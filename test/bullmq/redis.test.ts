@@ -143,6 +143,17 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     expect(answer).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'back again' }] })
   })
 
+  it('a host made while Redis is away works once it is back, even after ioredis gave up on the subscription it had queued', async () => {
+    const port = await freePort()
+    // ioredis fails what it queued after maxRetriesPerRequest reconnects (20 by default, some 11 s): after 1 here, well within the first start's wait.
+    const { host, parent } = hostOn({ host: '127.0.0.1', port, maxRetriesPerRequest: 1, connectionName: HOST_NAME }, [textResponse('here now')])
+    await expect(host.spawn.start({ prompt: 'nobody there', parent })).rejects.toThrow(new RegExp(`could not subscribe to its Redis channel on Redis at redis://127\\.0\\.0\\.1:${port} within 1000 ms \\(redisTimeoutMs\\)`))
+    await redisServer(port)
+    nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, log: () => {} }))
+    await bothBack(port)
+    expect(await host.spawn.run({ prompt: 'hi', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'here now' }] })
+  })
+
   it("a node whose channel's connection dropped asks for no child until it listens again: a job it took meanwhile runs once it does", async () => {
     const port = await freePort()
     await redisServer(port)
