@@ -34,7 +34,8 @@ const everReady = new WeakSet<Redis>()
  *                SUBSCRIBE sent at the next `ready`. So a host made while Redis is away works once
  *                it is back, where it used to keep that first failure for good.
  *   refused      Redis answered the SUBSCRIBE with an error (NOAUTH, an ACL): `current` rejects
- *                with it, and the next `ready` tries again.
+ *                with it at once, across reconnects (ioredis reconnects after a failed AUTH), until
+ *                a `ready` lets a SUBSCRIBE be tried again.
  */
 export class Subscription {
   readonly #client: Redis
@@ -49,7 +50,7 @@ export class Subscription {
     this.#channel = channel
     this.#subscribe()
     client.on('close', () => {
-      if (this.#state !== 'listening' && this.#state !== 'refused') return
+      if (this.#state !== 'listening') return
       this.#state = 'down'
       this.#wait()
     })
@@ -95,8 +96,13 @@ export class Subscription {
   }
 }
 
-/** What a subscriber client is made with: it subscribes again itself (see Subscription). */
-export const SUBSCRIBER = { autoResubscribe: false } as const satisfies RedisOptions
+/**
+ * What a subscriber client is made with: it subscribes again itself (see Subscription), a
+ * SUBSCRIBE in flight when the connection drops is sent again or failed (never dropped unsettled),
+ * and none times out on its own (a late acknowledgement with no `ready` after it would leave the
+ * subscription waiting for good; every wait on it is bounded by redisTimeoutMs instead).
+ */
+export const SUBSCRIBER = { autoResubscribe: false, autoResendUnfulfilledCommands: true, commandTimeout: undefined } as const satisfies RedisOptions
 
 /** Where a connection points, for error messages (never its password). */
 export function describeRedis(connection: RedisConnection): string {

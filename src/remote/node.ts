@@ -188,6 +188,8 @@ class RemoteNode implements WorkerNode {
     try {
       // The host answers on this node's channel: after a dropped connection, not before it is listened to again.
       await this.#broker.listening()
+      // Shut down meanwhile: nothing was asked for, and its pools may be closed.
+      if (!this.#open) return
       const link = this.#linkTo(read.host)
       // The job only names the child: what it is, the host says, and only to the node holding the job.
       const taken = await link.take(read.child, token)

@@ -183,28 +183,66 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     }
   })
 
+  it('a node that shuts down while a job it took waits for its channel builds nothing: the job waits for another node, which runs the child', async () => {
+    const port = await freePort()
+    await redisServer(port)
+    const watch = new Watch()
+    const proxy = await proxyTo(port, watch)
+    const node = await startNode({ connection: `redis://127.0.0.1:${proxy.port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, redisTimeoutMs: 60_000, log: () => {} })
+    nodes.push(node)
+    let locks = 0
+    const lockWatch = await onLockSet(port, () => {
+      locks++
+      watch.changed()
+    })
+    try {
+      const { host, parent } = hostOn(`redis://127.0.0.1:${port}`, [textResponse('built elsewhere')])
+      proxy.hold()
+      expect(proxy.cut(':node:')).toBe(1)
+      await watch.until("the node's subscriber reconnecting", () => proxy.held === 1)
+      // A start resolves once its child is built on a node.
+      let built = false
+      const started = host.spawn.start({ prompt: 'hi', parent })
+      started.then(() => (built = true), () => {})
+      await watch.until('the node to take the job', () => locks === 1)
+      // Shut down before it could ask for the child: whether BullMQ had handed it the job yet (it
+      // then waits for its channel, and asks for nothing once that is back) or not (the job finds
+      // no room), the job goes back to the queue unrun.
+      const closing = node.close(0)
+      proxy.release()
+      await closing
+      expect(built).toBe(false)
+      nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, log: () => {} }))
+      const run = await started
+      expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'built elsewhere' }] })
+    } finally {
+      lockWatch.disconnect()
+    }
+  })
+
   it("a host whose channel's connection dropped queues no job until it listens again: a start meanwhile fails in redisTimeoutMs, and none was added", async () => {
     const port = await freePort()
     await redisServer(port)
     const watch = new Watch()
     const proxy = await proxyTo(port, watch)
     nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, log: () => {} }))
-    const { host, parent } = hostOn(`redis://127.0.0.1:${proxy.port}`, [textResponse('first'), textResponse('again')])
+    const { host, parent } = hostOn({ host: '127.0.0.1', port: proxy.port, connectionName: HOST_NAME }, [textResponse('first'), textResponse('again')])
     expect(await host.spawn.run({ prompt: 'hi', parent })).toMatchObject({ stopReason: 'completed' })
-    const connections = proxy.held
     proxy.hold()
     expect(proxy.cut(':host:')).toBe(1)
-    await watch.until("the host's subscriber reconnecting", () => proxy.held === connections + 1)
+    await watch.until("the host's subscriber reconnecting", () => proxy.held === 1)
     // Its job would name a channel nobody listens to: the node's take would be lost.
     await expect(host.spawn.start({ prompt: 'unheard', parent })).rejects.toThrow(new RegExp(`could not subscribe to its Redis channel on Redis at redis://127\\.0\\.0\\.1:${proxy.port} within 1000 ms \\(redisTimeoutMs\\)`))
+    // BullMQ numbers a queue's jobs: only the first start's was ever added.
     const admin = new Redis(port)
     try {
-      expect(await admin.keys('bull:own-*:wait')).toEqual([])
-      expect(Number(await admin.get((await admin.keys('bull:own-*:id'))[0] ?? 'none'))).toBe(1)
+      expect(await admin.keys('bull:own-*:id')).toHaveLength(1)
+      expect(await admin.get((await admin.keys('bull:own-*:id'))[0]!)).toBe('1')
     } finally {
       admin.disconnect()
     }
     proxy.release()
+    await bothBack(port)
     expect(await host.spawn.run({ prompt: 'again', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'again' }] })
   })
 
@@ -215,8 +253,14 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     const { host, parent } = hostOn(`redis://:s3cret@127.0.0.1:${port}`, [textResponse('authenticated')])
     expect(await host.spawn.run({ prompt: 'hi', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'authenticated' }] })
 
-    const { host: stranger, parent: nobody } = hostOn(`redis://127.0.0.1:${port}`, [textResponse('never')])
+    const watch = new Watch()
+    const proxy = await proxyTo(port, watch)
+    const { host: stranger, parent: nobody } = hostOn(`redis://127.0.0.1:${proxy.port}`, [textResponse('never')])
     await expect(stranger.spawn.start({ prompt: 'hi', parent: nobody })).rejects.toThrow(/the host could not subscribe to its Redis channel on Redis at redis:\/\/127\.0\.0\.1:\d+.*NOAUTH/)
+    // ioredis drops a connection whose ready check Redis refused, and connects again: each of the host's two clients has done so twice.
+    await watch.until("the stranger's connections to have been refused twice each", () => proxy.closed >= 4)
+    // Redis's answer stands through that: a later start fails at once with it, not after redisTimeoutMs.
+    await expect(stranger.spawn.start({ prompt: 'again', parent: nobody })).rejects.toThrow(/the host could not subscribe to its Redis channel on Redis at redis:\/\/127\.0\.0\.1:\d+: NOAUTH/)
     await expect(startNode({ connection: { host: '127.0.0.1', port }, queue: 'own', redisTimeoutMs: 1000, log: () => {} })).rejects.toThrow(/could not reach Redis .*NOAUTH/)
   })
 })

@@ -58,7 +58,7 @@ export async function startRedisServer(port: number, track: (server: ChildProces
  * reconnection: each connection through it keeps what its client sent (the first 64 KB), so a
  * test can cut the one that subscribed to a channel; while held, a new connection is accepted
  * but goes nowhere (its client waits for its ready check) until released. `changed` is called
- * when a connection comes in.
+ * when a connection comes in or closes.
  */
 export class RedisProxy {
   readonly #server: Server
@@ -66,6 +66,7 @@ export class RedisProxy {
   readonly #connections = new Set<{ client: Socket; upstream: Socket | undefined; sent: string }>()
   readonly #held: Socket[] = []
   #holding = false
+  #closed = 0
 
   private constructor(server: Server, target: number, changed: () => void) {
     this.#server = server
@@ -79,6 +80,8 @@ export class RedisProxy {
       client.on('close', () => {
         connection.upstream?.destroy()
         this.#connections.delete(connection)
+        this.#closed++
+        changed()
       })
       client.on('error', () => {})
       if (this.#holding) {
@@ -99,6 +102,11 @@ export class RedisProxy {
 
   get port(): number {
     return (this.#server.address() as { port: number }).port
+  }
+
+  /** How many connections have closed. */
+  get closed(): number {
+    return this.#closed
   }
 
   /** How many connections wait, held. */
