@@ -11,7 +11,8 @@
  *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a settlement notice); drop (let go of a child that is not running, or
  *               that broke the protocol); rpc replies. To a node, a create answers its take, or
  *               places the child there directly on the room it told (see src/remote).
- *               runner: created | create-failed; events; rpc calls; idle (the one-shot turn is
+ *               runner: created | create-failed; events (and a frame's text chunks, of every
+ *               child, in one `texts`); rpc calls; idle (the one-shot turn is
  *               over and the runner let the child go); dropped (after a drop); failed; ended
  *               (a node: the thread it ran on is gone, and why; a movable child waits there for
  *               the host's create or drop).
@@ -33,7 +34,7 @@ import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
 /** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 13
+export const PROTOCOL_VERSION = 14
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -123,6 +124,12 @@ export const RunnerMessage = {
     variant('created', { child }),
     variant('create-failed', { child, error: WireError }),
     variant('events', { child, events: wireEvents }),
+    /**
+     * The streamed text chunks of a frame's children, side by side (child, text, child, text ...):
+     * each is that child's next event, as a bare text in its `events` is, with no message of its
+     * own. A structured clone then carries two strings a chunk where it carried an object a child.
+     */
+    variant('texts', { texts: { type: 'array', minItems: 2, items: string } }),
     /** The turn is over and the runner let the child go; its last events ride with it when not sent yet. */
     variant('idle', { child, events: wireEvents, structured: closed({ value: anything }) }, ['events', 'structured']),
     variant('dropped', { child }),

@@ -1,6 +1,7 @@
 /**
  * One child on a runner: built inside the creation transaction, run for its one turn once
- * published, its events queued for the host as they are recorded (one message per frame), its
+ * published, its events queued for the host as they are recorded (one message per frame, its
+ * streamed text chunks side by side with the other children's in the frame's texts), its
  * host calls made over the RPC. It lets go of itself when its turn is over (`idle`), or when the
  * host drops it before it ran.
  */
@@ -17,6 +18,7 @@ import type { SessionEvent } from '../protocol/shapes/session.js'
 import { ProtocolError } from '../protocol/validate.js'
 import type { LocalModule } from './flushing.js'
 import { remoteModel, remoteTool } from './remote.js'
+import type { FrameTexts } from './texts.js'
 
 type Create = Extract<HostMessage, { type: 'create' }>
 type EventsMessage = Extract<RunnerMessage, { type: 'events' }>
@@ -25,6 +27,8 @@ type IdleMessage = Extract<RunnerMessage, { type: 'idle' }>
 /** What a child needs of the runner that hosts it. */
 export interface ChildHost {
   readonly outbox: Sink<RunnerMessage>
+  /** This frame's text chunks of every child on the runner (see texts.ts). */
+  readonly texts: FrameTexts
   readonly config: RunnerConfig
   /** The agent module's models, tools and hooks, guarded (see flushing.ts); rejects if it failed to load. */
   readonly local: Promise<LocalModule>
@@ -35,6 +39,13 @@ export interface ChildHost {
 
 type State = 'building' | 'built' | 'running' | 'closed'
 
+/** What of a child a frame (the outbox's epoch) holds last. */
+interface InFrame {
+  epoch: number
+  events: EventsMessage | undefined
+  texts: boolean
+}
+
 export class RunnerChild {
   readonly id: string
   readonly #host: ChildHost
@@ -43,8 +54,12 @@ export class RunnerChild {
   #composed: ComposedChild | undefined
   /** The types of the next events, which the host recorded itself (a publish: the turn's start and prompt). */
   #hostRecorded: SessionEvent['type'][] = []
-  /** This child's events message in the current frame, still open for more events. */
-  #open: { message: EventsMessage; epoch: number } | undefined
+  /**
+   * What of this child the current frame holds last: its events message, still open for more
+   * events; its chunks in the frame's texts, which may take more; or another message, which no
+   * later event may pass.
+   */
+  #last: InFrame | undefined
 
   constructor(id: string, host: ChildHost) {
     this.id = id
@@ -132,7 +147,8 @@ export class RunnerChild {
       const idle: IdleMessage = { type: 'idle', child: this.id }
       if (structured?.captured) idle.structured = { value: structured.value }
       // The last events, when not sent yet, ride with it: one message, not two.
-      if (this.#open?.epoch === this.#host.outbox.epoch) Object.assign(this.#open.message, idle, { type: 'idle' })
+      const events = this.#lastInFrame()?.events
+      if (events) Object.assign(events, idle, { type: 'idle' })
       else this.#send(idle)
       this.#close()
     })
@@ -145,19 +161,28 @@ export class RunnerChild {
       if (event.type !== expected) this.fail(new Error(`the child recorded '${event.type}' where the host records '${expected}' for its publish`))
       return
     }
+    const wire = toWire(event)
+    const last = this.#lastInFrame()
+    if (last?.events) return void last.events.events.push(wire)
     const { epoch } = this.#host.outbox
-    if (this.#open?.epoch === epoch) {
-      this.#open.message.events.push(toWire(event))
+    if (typeof wire === 'string' && (!last || last.texts)) {
+      this.#host.texts.add(this.id, wire)
+      this.#last = { epoch, events: undefined, texts: true }
       return
     }
-    const message: EventsMessage = { type: 'events', child: this.id, events: [toWire(event)] }
+    const message: EventsMessage = { type: 'events', child: this.id, events: [wire] }
     this.#host.outbox.push(message)
-    this.#open = { message, epoch }
+    this.#last = { epoch, events: message, texts: false }
+  }
+
+  /** What of this child the current frame holds last, if it holds anything of it. */
+  #lastInFrame(): InFrame | undefined {
+    return this.#last?.epoch === this.#host.outbox.epoch ? this.#last : undefined
   }
 
   #send(message: RunnerMessage): void {
     if (this.#state === 'closed') return
-    this.#open = undefined
+    this.#last = { epoch: this.#host.outbox.epoch, events: undefined, texts: false }
     this.#host.outbox.push(message)
   }
 

@@ -11,6 +11,7 @@ import { ProtocolError } from '../protocol/validate.js'
 import { isHostFrame } from '../protocol/validators.js'
 import { RunnerChild, type ChildHost } from './child.js'
 import { flushing, type LocalModule } from './flushing.js'
+import { FrameTexts } from './texts.js'
 import { versionMismatchText } from '../protocol/errors.js'
 
 /** A promise that settles once everything sent is written, or undefined when nothing is pending. */
@@ -19,6 +20,7 @@ export type Drained = () => Promise<void> | undefined
 export class Runner {
   readonly #children = new Map<string, RunnerChild>()
   readonly #outbox: Outbox<RunnerMessage>
+  readonly #texts: FrameTexts
   #config: RunnerConfig | undefined
   #local: Promise<LocalModule> | undefined
   #stopped = false
@@ -39,6 +41,7 @@ export class Runner {
         child?.fail(new ProtocolError(`a ${message.type} message could not be sent: ${(error as Error)?.message ?? String(error)}`))
       },
     })
+    this.#texts = new FrameTexts(this.#outbox)
     this.#outbox.push({ type: 'hello', v: PROTOCOL_VERSION })
   }
 
@@ -96,6 +99,7 @@ export class Runner {
   #childHost(config: RunnerConfig, local: Promise<LocalModule>): ChildHost {
     return {
       outbox: this.#outbox,
+      texts: this.#texts,
       config,
       local,
       forget: (child: RunnerChild) => {

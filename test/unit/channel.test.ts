@@ -148,6 +148,33 @@ describe('runner channel: the host trusts nothing the runner sends', () => {
     expect(await outcome).toEqual({ fault: { stopReason: 'error', diagnostic: "protocol error: the test runner sent event 5 where event 6 was due: a gap or a repeat in the child's record" } })
   })
 
+  it("a frame's texts are each its child's next event, in order, children side by side; the sequence runs on across events", async () => {
+    const setup = channel()
+    const { child: a } = await running(setup, 'a')
+    const { child: b } = await running(setup, 'b')
+    setup.ch.receive([{ type: 'texts', texts: ['a', 'one', 'b', 'uno', 'a', 'two', 'a', 'three'] }, { type: 'events', child: 'b', events: ['dos', { seq: 4, type: 'turn/start', data: {} }] }])
+    const texts = (child: typeof a) => child.events.slice(2).map((event) => (event.type === 'assistant/chunk' ? `${event.seq} ${event.data.chunk.text}` : `${event.seq} ${event.type}`))
+    expect(texts(a)).toEqual(['2 one', '3 two', '4 three'])
+    expect(texts(b)).toEqual(['2 uno', '3 dos', '4 turn/start'])
+  })
+
+  it("texts that are not pairs of a child and a text, or that name a child the runner does not host, stop the runner", async () => {
+    const odd = channel()
+    const { outcome } = await running(odd, 'a')
+    odd.ch.receive([{ type: 'texts', texts: ['a', 'one', 'a'] }])
+    expect(odd.kills).toEqual([{ stopReason: 'error', diagnostic: "protocol error: the test runner sent a 'texts' message of 3 items (a child and a text each), so it was stopped" }])
+    void outcome
+    const stranger = channel()
+    await running(stranger, 'a')
+    stranger.ch.receive([{ type: 'texts', texts: ['a', 'mine', 'z', 'theirs'] }])
+    expect(stranger.kills).toEqual([{ stopReason: 'error', diagnostic: "protocol error: the test runner sent a 'events' message for a child it does not host, so it was stopped" }])
+    const notText = channel()
+    const { child } = await running(notText, 'a')
+    notText.ch.receive([{ type: 'texts', texts: ['a', { seq: 2, type: 'turn/start', data: {} }] }])
+    expect(notText.kills).toEqual([{ stopReason: 'error', diagnostic: expect.stringMatching(/^protocol error: the test runner sent a malformed or unknown message of type "texts"/) }])
+    expect(child.events).toHaveLength(2)
+  })
+
   it('a message out of phase is a protocol error: events before the child was published', async () => {
     const setup = channel()
     const child = setup.child('c1')

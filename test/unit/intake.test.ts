@@ -89,6 +89,24 @@ describe('FrameIntake', () => {
     expect(fine.read).toHaveLength(1)
   })
 
+  it("counts a frame's texts as the messages and the events the host makes of them", () => {
+    const pairs = (n: number, text = 'x') => Array.from({ length: n }, (_, i) => [`c${i % 7}`, text]).flat()
+    const many = intake()
+    many.it.accept([{ type: 'texts', texts: pairs(RUNNER_BOUNDS.frameMessages + 1) }])
+    expect(many.violations).toEqual([`a frame of ${RUNNER_BOUNDS.frameMessages + 1} messages (one frame may carry at most ${RUNNER_BOUNDS.frameMessages})`])
+    const flood = intake()
+    flood.it.accept([{ type: 'texts', texts: pairs(Math.ceil(RUNNER_BOUNDS.frameBytes / (RUNNER_BOUNDS.eventBytes / 2)) + 1, 'x'.repeat(RUNNER_BOUNDS.eventBytes / 2)) }])
+    expect(flood.violations).toEqual([`a frame larger than ${RUNNER_BOUNDS.frameBytes} bytes`])
+    const big = intake()
+    big.it.accept([{ type: 'texts', texts: ['c', 'x'.repeat(RUNNER_BOUNDS.eventBytes)] }])
+    expect(big.violations).toEqual([`an event larger than ${RUNNER_BOUNDS.eventBytes} bytes`])
+    expect([...many.read, ...flood.read, ...big.read]).toEqual([])
+    const fine = intake()
+    fine.it.accept([{ type: 'texts', texts: pairs(1000, 'token ') }])
+    expect(fine.violations).toEqual([])
+    expect(fine.read).toHaveLength(1)
+  })
+
   it('reads turnFrames frames in a turn, pauses the endpoint, and reads the rest in order on the next turn', async () => {
     const { it: intakeOf, read, pauses, violations } = intake()
     const frames = Array.from({ length: RUNNER_BOUNDS.turnFrames + 100 }, (_, i) => [{ type: 'pong', n: i }])

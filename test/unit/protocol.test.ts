@@ -61,6 +61,10 @@ describe('frame validators', () => {
     expect(isRunnerFrame([{ type: 'events', child: 'c1', events: ['Hel', 'lo', { seq: 4, type: 'turn/start', data: {} }] }])).toBe(true)
     expect(isRunnerFrame([{ type: 'idle', child: 'c1', events: ['.'] }])).toBe(true)
     for (const item of [7, null, true, ['text'], { text: 'Hel' }]) expect(isRunnerFrame([{ type: 'events', child: 'c1', events: [item] }])).toBe(false)
+    // A frame's text chunks of every child, side by side: strings only, at least one pair (the host checks they pair up).
+    expect(isRunnerFrame([{ type: 'texts', texts: ['c1', 'Hel', 'c2', 'lo'] }])).toBe(true)
+    for (const texts of [[], ['c1', 7], ['c1', null], ['c1', { text: 'Hel' }], 'c1 Hel']) expect(isRunnerFrame([{ type: 'texts', texts }])).toBe(false)
+    expect(isRunnerFrame([{ type: 'texts', texts: ['c1', 'Hel'], child: 'c1' }])).toBe(false)
     // So does a model call's text delta, host to runner.
     expect(isHostFrame([{ type: 'rpc/chunks', child: 'c1', call: 1, chunks: ['Hel', { type: 'usage', inputTokens: 1, outputTokens: 2 }] }])).toBe(true)
     for (const item of [7, null, { text: 'Hel' }]) expect(isHostFrame([{ type: 'rpc/result', child: 'c1', call: 1, chunks: [item] }])).toBe(false)

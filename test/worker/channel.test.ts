@@ -77,11 +77,12 @@ describe.each(POOLED)('%s transport', (isolation) => {
       const counted = (events.find((e) => e.type === 'tool/result')!.data as { value: number }).value
       expect(counted).toBeGreaterThan(0)
       expect(counted).toBeLessThan(children / 5)
-      // Each streamed chunk crossed as its bare text: the host rebuilt the 3,000 events above (and
-      // the counting child's one, its answer).
+      // Each streamed chunk crossed as its bare text, side by side with the other children's in its
+      // frame's texts: the host rebuilt the 3,000 events above (and the counting child's one, its answer).
       host.models.register('chunks', new ScriptedModel([toolCallResponse('c', 'chunks_sent', {}), textResponse('counted')]))
       const tally = await run({ agentOptions: { provider: 'chunks' } })
-      expect((tally.events.find((e) => e.type === 'tool/result')!.data as { value: unknown }).value).toEqual({ text: 3 * children + 1, whole: 0 })
+      const sent = (tally.events.find((e) => e.type === 'tool/result')!.data as { value: { texts: number; text: number; whole: number } }).value
+      expect(sent).toEqual({ texts: 3 * children + 1, text: 0, whole: 0 })
     })
   })
 

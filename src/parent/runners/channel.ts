@@ -308,17 +308,33 @@ export class RunnerChannel {
         }
         this.#ponged = message.n
         return
-      default: {
-        const child = this.#children.get(message.child)
-        if (child) return child.receive(message)
-        if (this.#dropping.has(message.child)) {
-          // Its runner let it go: after the drop, or by a last word of its own that crossed the drop.
-          if (lastWord(message)) this.#dropping.delete(message.child)
-          return
-        }
-        this.violation(`a '${message.type}' message for a child it does not host`)
-      }
+      case 'texts':
+        return this.#texts(message.texts)
+      default:
+        return this.#toChild(message)
     }
+  }
+
+  /** A frame's text chunks: each its child's next event, a child's consecutive ones as one events message. */
+  #texts(texts: string[]): void {
+    if (texts.length % 2 !== 0) return this.violation(`a 'texts' message of ${texts.length} items (a child and a text each)`)
+    for (let i = 0; i < texts.length && this.#reading; ) {
+      const child = texts[i]!
+      const events = [texts[i + 1]!]
+      for (i += 2; texts[i] === child; i += 2) events.push(texts[i + 1]!)
+      this.#toChild({ type: 'events', child, events })
+    }
+  }
+
+  #toChild(message: Extract<RunnerMessage, { child: string }>): void {
+    const child = this.#children.get(message.child)
+    if (child) return child.receive(message)
+    if (this.#dropping.has(message.child)) {
+      // Its runner let it go: after the drop, or by a last word of its own that crossed the drop.
+      if (lastWord(message)) this.#dropping.delete(message.child)
+      return
+    }
+    this.violation(`a '${message.type}' message for a child it does not host`)
   }
 }
 

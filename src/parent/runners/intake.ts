@@ -104,17 +104,34 @@ export class FrameIntake {
   }
 }
 
+/** A frame's messages, a `texts` message counted as its chunks (each the events message the host makes of it). */
 function sizeOf(frame: unknown): number {
-  return Array.isArray(frame) ? frame.length : 1
+  if (!Array.isArray(frame)) return 1
+  let messages = frame.length
+  for (const message of frame) messages += Math.max(0, textsOf(message).length / 2 - 1)
+  return messages
 }
 
 /** Why a frame is refused before it is read, if it is: too many messages, too large, an event too large. */
 function refusal(frame: unknown): string | undefined {
   if (!Array.isArray(frame)) return undefined // the channel names a malformed frame
   const { frameMessages, frameBytes, eventBytes } = RUNNER_BOUNDS
-  if (frame.length > frameMessages) return `a frame of ${frame.length} messages (one frame may carry at most ${frameMessages})`
+  const messages = sizeOf(frame)
+  if (messages > frameMessages) return `a frame of ${messages} messages (one frame may carry at most ${frameMessages})`
   let left = frameBytes
   for (const message of frame) {
+    const texts = textsOf(message)
+    if (texts.length > 0) {
+      // Each chunk as the event the host rebuilds for it, and its child's id.
+      for (let i = 0; i + 1 < texts.length; i += 2) {
+        const [child, text] = [texts[i], texts[i + 1]]
+        const size = REBUILT_CHUNK + (typeof text === 'string' ? text.length : estimatedSize(text, Math.min(eventBytes, left))) + (typeof child === 'string' ? child.length : 0)
+        if (size > eventBytes) return `an event larger than ${eventBytes} bytes`
+        left -= size
+        if (left < 0) return `a frame larger than ${frameBytes} bytes`
+      }
+      continue
+    }
     const events = eventsOf(message)
     for (const event of events) {
       const size = typeof event === 'string' ? REBUILT_CHUNK + event.length : estimatedSize(event, Math.min(eventBytes, left))
@@ -126,6 +143,12 @@ function refusal(frame: unknown): string | undefined {
     if (left < 0) return `a frame larger than ${frameBytes} bytes`
   }
   return undefined
+}
+
+/** The chunks a `texts` message carries, side by side with their children, before it is checked. */
+function textsOf(message: unknown): unknown[] {
+  const texts = (message as { type?: unknown; texts?: unknown } | null)?.type === 'texts' ? (message as { texts?: unknown }).texts : undefined
+  return Array.isArray(texts) ? texts : []
 }
 
 /** The events a message carries (measured one by one), before it is checked: only its shape is trusted this far. */
