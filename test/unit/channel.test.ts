@@ -158,6 +158,18 @@ describe('runner channel: the host trusts nothing the runner sends', () => {
     expect(texts(b)).toEqual(['2 uno', '3 dos', '4 turn/start'])
   })
 
+  it("each child gets its texts of a message as one events message, however the children's interleave (a node relays it so)", () => {
+    const setup = channel()
+    const heard: Record<string, unknown[]> = { a: [], b: [] }
+    for (const id of ['a', 'b']) setup.ch.adopt({ id, busy: true, receive: (message) => void heard[id]!.push(message), broken: () => {}, end: () => {} })
+    setup.ch.receive([{ type: 'texts', texts: ['a', 'one', 'b', 'uno', 'a', 'two', 'b', 'dos', 'a', 'three'] }, { type: 'events', child: 'a', events: ['four'] }])
+    expect(heard).toEqual({
+      a: [{ type: 'events', child: 'a', events: ['one', 'two', 'three'] }, { type: 'events', child: 'a', events: ['four'] }],
+      b: [{ type: 'events', child: 'b', events: ['uno', 'dos'] }],
+    })
+    expect(setup.kills).toEqual([])
+  })
+
   it("texts that are not pairs of a child and a text, or that name a child the runner does not host, stop the runner", async () => {
     const odd = channel()
     const { outcome } = await running(odd, 'a')
@@ -167,7 +179,7 @@ describe('runner channel: the host trusts nothing the runner sends', () => {
     const stranger = channel()
     await running(stranger, 'a')
     stranger.ch.receive([{ type: 'texts', texts: ['a', 'mine', 'z', 'theirs'] }])
-    expect(stranger.kills).toEqual([{ stopReason: 'error', diagnostic: "protocol error: the test runner sent a 'events' message for a child it does not host, so it was stopped" }])
+    expect(stranger.kills).toEqual([{ stopReason: 'error', diagnostic: "protocol error: the test runner sent a 'texts' message for a child it does not host, so it was stopped" }])
     const notText = channel()
     const { child } = await running(notText, 'a')
     notText.ch.receive([{ type: 'texts', texts: ['a', { seq: 2, type: 'turn/start', data: {} }] }])

@@ -90,17 +90,26 @@ describe('FrameIntake', () => {
   })
 
   it("counts a frame's texts as the messages and the events the host makes of them", () => {
-    const pairs = (n: number, text = 'x') => Array.from({ length: n }, (_, i) => [`c${i % 7}`, text]).flat()
+    const pairs = (n: number, text = 'x', children = n) => Array.from({ length: n }, (_, i) => [`c${i % children}`, text]).flat()
+    // One message for each child it names, as each child's own events message would count.
     const many = intake()
     many.it.accept([{ type: 'texts', texts: pairs(RUNNER_BOUNDS.frameMessages + 1) }])
     expect(many.violations).toEqual([`a frame of ${RUNNER_BOUNDS.frameMessages + 1} messages (one frame may carry at most ${RUNNER_BOUNDS.frameMessages})`])
+    const few = intake()
+    few.it.accept([{ type: 'texts', texts: pairs(RUNNER_BOUNDS.frameMessages + 1, 'x', 7) }])
+    expect(few.violations).toEqual([])
+    expect(few.read).toHaveLength(1)
     const flood = intake()
     flood.it.accept([{ type: 'texts', texts: pairs(Math.ceil(RUNNER_BOUNDS.frameBytes / (RUNNER_BOUNDS.eventBytes / 2)) + 1, 'x'.repeat(RUNNER_BOUNDS.eventBytes / 2)) }])
     expect(flood.violations).toEqual([`a frame larger than ${RUNNER_BOUNDS.frameBytes} bytes`])
     const big = intake()
     big.it.accept([{ type: 'texts', texts: ['c', 'x'.repeat(RUNNER_BOUNDS.eventBytes)] }])
     expect(big.violations).toEqual([`an event larger than ${RUNNER_BOUNDS.eventBytes} bytes`])
-    expect([...many.read, ...flood.read, ...big.read]).toEqual([])
+    // Whatever else the message carries is measured too, before it is checked.
+    const padded = intake()
+    padded.it.accept([{ type: 'texts', texts: ['c', 'x'], pad: 'x'.repeat(RUNNER_BOUNDS.frameBytes) }])
+    expect(padded.violations).toEqual([`a frame larger than ${RUNNER_BOUNDS.frameBytes} bytes`])
+    expect([...many.read, ...flood.read, ...big.read, ...padded.read]).toEqual([])
     const fine = intake()
     fine.it.accept([{ type: 'texts', texts: pairs(1000, 'token ') }])
     expect(fine.violations).toEqual([])

@@ -315,18 +315,23 @@ export class RunnerChannel {
     }
   }
 
-  /** A frame's text chunks: each its child's next event, a child's consecutive ones as one events message. */
+  /**
+   * A frame's text chunks: a child's come before anything else of it in the frame (the runner
+   * adds none after another message of it), so they reach it in order as one events message.
+   */
   #texts(texts: string[]): void {
     if (texts.length % 2 !== 0) return this.violation(`a 'texts' message of ${texts.length} items (a child and a text each)`)
-    for (let i = 0; i < texts.length && this.#reading; ) {
-      const child = texts[i]!
-      const events = [texts[i + 1]!]
-      for (i += 2; texts[i] === child; i += 2) events.push(texts[i + 1]!)
-      this.#toChild({ type: 'events', child, events })
+    const byChild = new Map<string, string[]>()
+    for (let i = 0; i < texts.length; i += 2) {
+      const events = byChild.get(texts[i]!)
+      if (events) events.push(texts[i + 1]!)
+      else byChild.set(texts[i]!, [texts[i + 1]!])
     }
+    for (const [child, events] of byChild) if (this.#reading) this.#toChild({ type: 'events', child, events }, 'texts')
   }
 
-  #toChild(message: Extract<RunnerMessage, { child: string }>): void {
+  /** A message about one child, to it; `sentAs` names what the runner sent (a texts message is made into events). */
+  #toChild(message: Extract<RunnerMessage, { child: string }>, sentAs: RunnerMessage['type'] = message.type): void {
     const child = this.#children.get(message.child)
     if (child) return child.receive(message)
     if (this.#dropping.has(message.child)) {
@@ -334,7 +339,7 @@ export class RunnerChannel {
       if (lastWord(message)) this.#dropping.delete(message.child)
       return
     }
-    this.violation(`a '${message.type}' message for a child it does not host`)
+    this.violation(`a '${sentAs}' message for a child it does not host`)
   }
 }
 

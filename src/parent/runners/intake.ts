@@ -29,7 +29,8 @@ type State = 'open' | 'full' | 'closed'
 export class FrameIntake {
   readonly #options: IntakeOptions
   #state: State = 'open'
-  readonly #waiting: unknown[] = []
+  /** Frames not read yet, each with the messages it makes (see sizeOf). */
+  readonly #waiting: Array<{ frame: unknown; messages: number }> = []
   #waitingMessages = 0
   /** Messages and frames read in this event-loop turn. */
   #readThisTurn = 0
@@ -44,19 +45,20 @@ export class FrameIntake {
 
   accept(frame: unknown): void {
     if (this.#state === 'closed') return
-    const refused = refusal(frame)
+    const messages = sizeOf(frame)
+    const refused = refusal(frame, messages)
     if (refused) return this.#refuse(refused)
-    if (this.#state === 'open') return this.#read(frame)
-    if (this.#waitingMessages + sizeOf(frame) > RUNNER_BOUNDS.backlogMessages) {
+    if (this.#state === 'open') return this.#read(frame, messages)
+    if (this.#waitingMessages + messages > RUNNER_BOUNDS.backlogMessages) {
       return this.#refuse(`frames faster than the host can read them (more than ${RUNNER_BOUNDS.backlogMessages} messages waiting to be read)`)
     }
-    this.#waiting.push(frame)
-    this.#waitingMessages += sizeOf(frame)
+    this.#waiting.push({ frame, messages })
+    this.#waitingMessages += messages
   }
 
   /** Reads every frame still waiting, now: the runner is gone, and all it sent comes before its end. */
   drain(): void {
-    while (this.#state !== 'closed' && this.#waiting.length > 0) this.#read(this.#waiting.shift(), true)
+    while (this.#state !== 'closed' && this.#waiting.length > 0) this.#readWaiting()
   }
 
   /** Nothing more is read; frames still waiting are dropped. */
@@ -68,9 +70,13 @@ export class FrameIntake {
     this.#turnEnd = undefined
   }
 
-  #read(frame: unknown, waited = false): void {
-    const messages = sizeOf(frame)
-    if (waited) this.#waitingMessages -= messages
+  #readWaiting(): void {
+    const { frame, messages } = this.#waiting.shift()!
+    this.#waitingMessages -= messages
+    this.#read(frame, messages)
+  }
+
+  #read(frame: unknown, messages: number): void {
     this.#readThisTurn += messages
     this.#framesThisTurn++
     this.#turnEnd ??= setImmediate(() => this.#turnEnded())
@@ -93,7 +99,7 @@ export class FrameIntake {
       return this.#refuse(`frames faster than the host can read them (${turnFrames} frames or ${turnMessages} messages a turn, ${fullTurns} turns in a row)`)
     }
     this.#state = 'open'
-    while (this.#state === 'open' && this.#waiting.length > 0) this.#read(this.#waiting.shift(), true)
+    while (this.#state === 'open' && this.#waiting.length > 0) this.#readWaiting()
     // Still open: what waited is read, and the endpoint may deliver again.
     if (this.#state === 'open') this.#options.pause?.(false)
   }
@@ -104,33 +110,43 @@ export class FrameIntake {
   }
 }
 
-/** A frame's messages, a `texts` message counted as its chunks (each the events message the host makes of it). */
+/**
+ * The messages a frame makes on the host: a `texts` message one for each child it names (the
+ * events message the host makes for that child's chunks, as a child's own `events` counts one
+ * however many events it holds).
+ */
 function sizeOf(frame: unknown): number {
   if (!Array.isArray(frame)) return 1
   let messages = frame.length
-  for (const message of frame) messages += Math.max(0, textsOf(message).length / 2 - 1)
+  for (const message of frame) {
+    const texts = textsOf(message)
+    if (texts.length > 2) messages += childrenIn(texts) - 1
+  }
   return messages
 }
 
+function childrenIn(texts: unknown[]): number {
+  const children = new Set<unknown>()
+  for (let i = 0; i < texts.length; i += 2) children.add(texts[i])
+  return children.size
+}
+
 /** Why a frame is refused before it is read, if it is: too many messages, too large, an event too large. */
-function refusal(frame: unknown): string | undefined {
+function refusal(frame: unknown, messages: number): string | undefined {
   if (!Array.isArray(frame)) return undefined // the channel names a malformed frame
   const { frameMessages, frameBytes, eventBytes } = RUNNER_BOUNDS
-  const messages = sizeOf(frame)
   if (messages > frameMessages) return `a frame of ${messages} messages (one frame may carry at most ${frameMessages})`
   let left = frameBytes
   for (const message of frame) {
+    // A text as the event the host rebuilds for it, bounded as an event; its child's id as itself.
     const texts = textsOf(message)
-    if (texts.length > 0) {
-      // Each chunk as the event the host rebuilds for it, and its child's id.
-      for (let i = 0; i + 1 < texts.length; i += 2) {
-        const [child, text] = [texts[i], texts[i + 1]]
-        const size = REBUILT_CHUNK + (typeof text === 'string' ? text.length : estimatedSize(text, Math.min(eventBytes, left))) + (typeof child === 'string' ? child.length : 0)
-        if (size > eventBytes) return `an event larger than ${eventBytes} bytes`
-        left -= size
-        if (left < 0) return `a frame larger than ${frameBytes} bytes`
-      }
-      continue
+    for (let i = 0; i < texts.length; i++) {
+      const item = texts[i]
+      const text = i % 2 === 1
+      const size = (typeof item === 'string' ? item.length : estimatedSize(item, Math.min(eventBytes, left))) + (text ? REBUILT_CHUNK : 0)
+      if (text && size > eventBytes) return `an event larger than ${eventBytes} bytes`
+      left -= size
+      if (left < 0) return `a frame larger than ${frameBytes} bytes`
     }
     const events = eventsOf(message)
     for (const event of events) {
@@ -139,7 +155,7 @@ function refusal(frame: unknown): string | undefined {
       left -= size
       if (left < 0) return `a frame larger than ${frameBytes} bytes`
     }
-    left -= estimatedSize(message, left, events.length > 0 ? 'events' : undefined)
+    left -= estimatedSize(message, left, events.length > 0 ? 'events' : texts.length > 0 ? 'texts' : undefined)
     if (left < 0) return `a frame larger than ${frameBytes} bytes`
   }
   return undefined
