@@ -25,7 +25,9 @@ const servers: ChildProcess[] = []
 const nodes: WorkerNode[] = []
 const hosts: Host[] = []
 const proxies: RedisProxy[] = []
+const listeners: Redis[] = []
 afterEach(async () => {
+  for (const listener of listeners.splice(0)) listener.disconnect()
   for (const proxy of proxies) proxy.release()
   await Promise.all(hosts.splice(0).map((host) => host.close()))
   await Promise.all(nodes.splice(0).map((node) => node.close(0)))
@@ -109,6 +111,32 @@ async function onLockSet(port: number, changed: () => void): Promise<Redis> {
   return listener
 }
 
+/**
+ * A node behind a proxy on a redis-server of the test's own, its subscriber cut and its
+ * reconnection held (it hears nothing until `proxy.release()`), and a host beside it on Redis
+ * directly; `taken.jobs` counts the jobs a node took (their locks set), `watch` hears each.
+ */
+async function deafNode(script: ScriptEntry[]) {
+  const port = await freePort()
+  await redisServer(port)
+  const watch = new Watch()
+  const proxy = await proxyTo(port, watch)
+  const node = await startNode({ connection: `redis://127.0.0.1:${proxy.port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, redisTimeoutMs: 60_000, log: () => {} })
+  nodes.push(node)
+  const taken = { jobs: 0 }
+  listeners.push(
+    await onLockSet(port, () => {
+      taken.jobs++
+      watch.changed()
+    }),
+  )
+  const { host, parent } = hostOn(`redis://127.0.0.1:${port}`, script)
+  proxy.hold()
+  expect(proxy.cut(':node:')).toBe(1)
+  await watch.until("the node's subscriber reconnecting", () => proxy.held === 1)
+  return { port, watch, proxy, node, host, parent, taken }
+}
+
 function hostOn(connection: RedisConnection, script: ScriptEntry[] = [], redisTimeoutMs = 1000) {
   const host = createHost({ transport: bullmqTransport({ connection, queue: 'own', redisTimeoutMs, nodeSilenceMs: 1000 }), agentModule: CONTRACT_MODULE })
   hosts.push(host)
@@ -155,69 +183,33 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
   })
 
   it("a node whose channel's connection dropped asks for no child until it listens again: a job it took meanwhile runs once it does", async () => {
-    const port = await freePort()
-    await redisServer(port)
-    const watch = new Watch()
-    const proxy = await proxyTo(port, watch)
-    nodes.push(await startNode({ connection: `redis://127.0.0.1:${proxy.port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, redisTimeoutMs: 60_000, log: () => {} }))
-    let locks = 0
-    const lockWatch = await onLockSet(port, () => {
-      locks++
-      watch.changed()
-    })
-    try {
-      const { host, parent } = hostOn(`redis://127.0.0.1:${port}`, [textResponse('heard')])
-      // The node's subscriber is cut, and its reconnection held: the node sees its connection drop.
-      proxy.hold()
-      expect(proxy.cut(':node:')).toBe(1)
-      await watch.until("the node's subscriber reconnecting", () => proxy.held === 1)
-      // A start resolves once its child is built on the node.
-      const started = host.spawn.start({ prompt: 'hi', parent })
-      // The node took the job while it could not hear the host: an answer the host sent now would be lost.
-      await watch.until('the node to take the job', () => locks === 1)
-      proxy.release()
-      const run = await started
-      expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'heard' }] })
-    } finally {
-      lockWatch.disconnect()
-    }
+    const { watch, proxy, host, parent, taken } = await deafNode([textResponse('heard')])
+    // A start resolves once its child is built on the node.
+    const started = host.spawn.start({ prompt: 'hi', parent })
+    // The node took the job while it could not hear the host: an answer the host sent now would be lost.
+    await watch.until('the node to take the job', () => taken.jobs === 1)
+    proxy.release()
+    const run = await started
+    expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'heard' }] })
   })
 
   it('a node that shuts down while a job it took waits for its channel builds nothing: the job waits for another node, which runs the child', async () => {
-    const port = await freePort()
-    await redisServer(port)
-    const watch = new Watch()
-    const proxy = await proxyTo(port, watch)
-    const node = await startNode({ connection: `redis://127.0.0.1:${proxy.port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, redisTimeoutMs: 60_000, log: () => {} })
-    nodes.push(node)
-    let locks = 0
-    const lockWatch = await onLockSet(port, () => {
-      locks++
-      watch.changed()
-    })
-    try {
-      const { host, parent } = hostOn(`redis://127.0.0.1:${port}`, [textResponse('built elsewhere')])
-      proxy.hold()
-      expect(proxy.cut(':node:')).toBe(1)
-      await watch.until("the node's subscriber reconnecting", () => proxy.held === 1)
-      // A start resolves once its child is built on a node.
-      let built = false
-      const started = host.spawn.start({ prompt: 'hi', parent })
-      started.then(() => (built = true), () => {})
-      await watch.until('the node to take the job', () => locks === 1)
-      // Shut down before it could ask for the child: whether BullMQ had handed it the job yet (it
-      // then waits for its channel, and asks for nothing once that is back) or not (the job finds
-      // no room), the job goes back to the queue unrun.
-      const closing = node.close(0)
-      proxy.release()
-      await closing
-      expect(built).toBe(false)
-      nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, log: () => {} }))
-      const run = await started
-      expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'built elsewhere' }] })
-    } finally {
-      lockWatch.disconnect()
-    }
+    const { port, watch, proxy, node, host, parent, taken } = await deafNode([textResponse('built elsewhere')])
+    // A start resolves once its child is built on a node.
+    let built = false
+    const started = host.spawn.start({ prompt: 'hi', parent })
+    started.then(() => (built = true), () => {})
+    await watch.until('the node to take the job', () => taken.jobs === 1)
+    // Shut down before it could ask for the child: whether BullMQ had handed it the job yet (it
+    // then waits for its channel, and asks for nothing once that is back) or not (the job finds
+    // no room), the job goes back to the queue unrun.
+    const closing = node.close(0)
+    proxy.release()
+    await closing
+    expect(built).toBe(false)
+    nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, log: () => {} }))
+    const run = await started
+    expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'built elsewhere' }] })
   })
 
   it("a host whose channel's connection dropped queues no job until it listens again: a start meanwhile fails in redisTimeoutMs, and none was added", async () => {
