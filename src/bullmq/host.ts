@@ -113,6 +113,8 @@ class BullmqHostBroker implements HostBroker {
   }
 
   listening(): Promise<unknown> {
+    // Listening already, as nearly always: no bounded wait (a timer) for every start.
+    if (this.#subscription.listening) return this.#subscription.current
     return this.#redis(this.#subscription.current, 'subscribe to its Redis channel')
   }
 

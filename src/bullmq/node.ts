@@ -87,6 +87,8 @@ class BullmqNodeBroker implements NodeBroker {
   }
 
   async listening(): Promise<void> {
+    // Listening already, as nearly always: no bounded wait (a timer) for every job.
+    if (this.#subscription.listening) return
     await within(this.#subscription.current, this.#settings.redisTimeoutMs, () => this.#unreachable()).catch((error: Error) => {
       throw error.message.startsWith(this.#label) ? error : subagentError('ERR_SUBAGENT_UNREACHABLE', this.#unreachable(error), { cause: error })
     })

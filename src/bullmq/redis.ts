@@ -59,6 +59,11 @@ export class Subscription {
     })
   }
 
+  /** Whether the channel is listened to now: a wait on `current` would settle at once. */
+  get listening(): boolean {
+    return this.#state === 'listening'
+  }
+
   /** Resolves once the channel is listened to now; rejects with Redis's answer when it refused the subscription. */
   get current(): Promise<void> {
     return this.#current

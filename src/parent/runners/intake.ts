@@ -138,27 +138,27 @@ function refusal(frame: unknown, messages: number): string | undefined {
   if (messages > frameMessages) return `a frame of ${messages} messages (one frame may carry at most ${frameMessages})`
   let left = frameBytes
   for (const message of frame) {
-    // A text as the event the host rebuilds for it, bounded as an event; its child's id as itself.
+    // Each event as the host reads it, a text as the event it rebuilds (in a `texts` message, the
+    // odd items; the even ones, children's ids, count as themselves).
     const texts = textsOf(message)
-    for (let i = 0; i < texts.length; i++) {
-      const item = texts[i]
-      const text = i % 2 === 1
-      const size = (typeof item === 'string' ? item.length : estimatedSize(item, Math.min(eventBytes, left))) + (text ? REBUILT_CHUNK : 0)
-      if (text && size > eventBytes) return `an event larger than ${eventBytes} bytes`
+    const items = texts.length > 0 ? texts : eventsOf(message)
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]
+      const event = texts.length === 0 || i % 2 === 1
+      const size = !event && typeof item === 'string' ? item.length : eventSize(item, Math.min(eventBytes, left))
+      if (event && size > eventBytes) return `an event larger than ${eventBytes} bytes`
       left -= size
       if (left < 0) return `a frame larger than ${frameBytes} bytes`
     }
-    const events = eventsOf(message)
-    for (const event of events) {
-      const size = typeof event === 'string' ? REBUILT_CHUNK + event.length : estimatedSize(event, Math.min(eventBytes, left))
-      if (size > eventBytes) return `an event larger than ${eventBytes} bytes`
-      left -= size
-      if (left < 0) return `a frame larger than ${frameBytes} bytes`
-    }
-    left -= estimatedSize(message, left, events.length > 0 ? 'events' : texts.length > 0 ? 'texts' : undefined)
+    left -= estimatedSize(message, left, texts.length > 0 ? 'texts' : items.length > 0 ? 'events' : undefined)
     if (left < 0) return `a frame larger than ${frameBytes} bytes`
   }
   return undefined
+}
+
+/** What an event costs the host: a chunk that crossed as its text, the event rebuilt for it. */
+function eventSize(event: unknown, limit: number): number {
+  return typeof event === 'string' ? REBUILT_CHUNK + event.length : estimatedSize(event, limit)
 }
 
 /** The chunks a `texts` message carries, side by side with their children, before it is checked. */
