@@ -33,8 +33,8 @@ import { KnownSessionEvent, type KnownSessionEventSchema, type SessionEvent } fr
 import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
 
-/** Bumped whenever a message changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 14
+/** Bumped whenever a message or the remote envelope (src/remote/envelope.ts) changes shape: both ends must speak the same version. */
+export const PROTOCOL_VERSION = 15
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count

@@ -12,16 +12,27 @@ import type { ChildJob, RoomMessage, TakeMessage } from '../protocol/shapes/job.
 import { isChildJob, isRoomMessage, isTakeMessage } from '../protocol/validators.js'
 import { subagentError, versionMismatchText } from '../protocol/errors.js'
 
-export function encode(from: string, frame: unknown[]): Buffer {
-  return serialize([from, frame])
+/**
+ * `link` names the node's link to that host the frame belongs to: a node opens each link with an
+ * id of its own, and a frame of another (an ended) link is not read. ioredis sends again what it
+ * queued while Redis was away, so a host's `bye` to a link that ended with the connection would
+ * otherwise end the node's next link to it, taking the child that link was asking for.
+ */
+export function encode(from: string, link: string, frame: unknown[]): Buffer {
+  return serialize([from, frame, link])
 }
 
-/** The sender and the frame, or why the bytes are no envelope. */
-export function decode(bytes: Buffer): { from: string; frame: unknown } | Error {
+/** Longer ids are no link's: a link's id is a UUID. */
+const MAX_LINK_ID = 64
+
+/** The sender, the frame and the link, or why the bytes are no envelope. A sender of an older version sends no link (its hello is refused for its version). */
+export function decode(bytes: Buffer): { from: string; link: string; frame: unknown } | Error {
   try {
     const envelope: unknown = deserialize(bytes)
-    if (!Array.isArray(envelope) || envelope.length !== 2 || typeof envelope[0] !== 'string') return subagentError('ERR_SUBAGENT_REMOTE_SHAPE', 'not a [sender, frame] envelope')
-    return { from: envelope[0], frame: envelope[1] }
+    if (!Array.isArray(envelope) || (envelope.length !== 2 && envelope.length !== 3) || typeof envelope[0] !== 'string') return subagentError('ERR_SUBAGENT_REMOTE_SHAPE', 'not a [sender, frame, link] envelope')
+    const link: unknown = envelope.length === 2 ? '' : envelope[2]
+    if (typeof link !== 'string' || link.length > MAX_LINK_ID) return subagentError('ERR_SUBAGENT_REMOTE_SHAPE', `the envelope's link is not an id of at most ${MAX_LINK_ID} characters`)
+    return { from: envelope[0], link, frame: envelope[1] }
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error))
   }

@@ -41,6 +41,8 @@ interface Taking {
 }
 
 export interface HostLinkOptions {
+  /** This link's own id, in the envelope of every frame on it (see envelope.ts). */
+  id: string
   host: string
   /** Names this node: 'node <id>'. */
   label: string
@@ -56,6 +58,7 @@ export interface HostLinkOptions {
 }
 
 export class HostLink implements HostEnd {
+  readonly id: string
   readonly host: string
   readonly label: string
   /** The host's welcome: its config. Rejects when the link ends first. */
@@ -78,6 +81,7 @@ export class HostLink implements HostEnd {
   #refused!: (error: Error) => void
 
   constructor(options: HostLinkOptions) {
+    this.id = options.id
     this.host = options.host
     this.label = options.label
     this.#options = options

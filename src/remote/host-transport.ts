@@ -55,6 +55,13 @@ export const HEARTBEAT_MS = 500
  */
 const SWEEP_MS = 5000
 
+/** Whether a frame opens a link: its first message is a hello. */
+function isHello(frame: unknown): frame is [{ type: 'hello'; v?: unknown }, ...unknown[]] {
+  if (!Array.isArray(frame)) return false
+  const first: unknown = frame[0]
+  return typeof first === 'object' && first !== null && (first as { type?: unknown }).type === 'hello'
+}
+
 /** A node enforces the grace itself; the host steps in only if the node does not, this much later. */
 const NODE_GRACE_MARGIN_MS = 3000
 
@@ -268,33 +275,39 @@ class RemoteHostTransport implements ChildTransport {
     if (this.#closing) return
     const envelope = decode(bytes)
     if (envelope instanceof Error) return // no sender to blame: a node whose frames are lost falls silent, and the heartbeat ends it
-    const { from, frame } = envelope
+    const { from, link: id, frame } = envelope
     let link = this.#links.get(from)
+    if (link && link.id !== id) {
+      // Of the node's link before, sent late: not read. A hello opens the node's next link, so that one is over.
+      if (!isHello(frame)) return
+      link.stop({ stopReason: 'error', diagnostic: `node ${from} opened another link to this host, so the one its children were on had ended` })
+      link = undefined
+    }
     if (!link) {
       // A link opens with the node's hello; anything else is from a link already ended.
-      const hello = Array.isArray(frame) ? (frame[0] as { type?: unknown; v?: unknown } | undefined) : undefined
-      if (hello?.type !== 'hello') return
-      if (hello.v !== PROTOCOL_VERSION) return this.#refuse(from, frame, hello.v)
-      link = this.#open(from)
+      if (!isHello(frame)) return
+      if (frame[0].v !== PROTOCOL_VERSION) return this.#refuse(from, id, frame, frame[0].v)
+      link = this.#open(from, id)
     }
     link.receive(frame)
   }
 
   /** A node of another protocol version: the starts whose job it proves it holds fail with the reason, and it is told bye. */
-  #refuse(node: string, frame: unknown, version: unknown): void {
+  #refuse(node: string, id: string, frame: unknown, version: unknown): void {
     const error = subagentError('ERR_SUBAGENT_VERSION', versionMismatchText(`node ${node}`, version, 'this host', PROTOCOL_VERSION))
     for (const { child, token } of placementsOf(frame).takes) {
       const queued = this.#queued.get(child)
       if (queued) void this.#holds(queued, token, node).then((holds) => holds === true && this.#giveUp(queued, error))
     }
-    this.#broker.send(node, encode(this.#id, [{ type: 'bye' }]))
+    this.#broker.send(node, encode(this.#id, id, [{ type: 'bye' }]))
   }
 
-  #open(node: string): NodeLink {
+  #open(node: string, id: string): NodeLink {
     const link = new NodeLink({
+      id,
       node,
       config: this.#context.config,
-      send: (frame: HostMessage[]) => this.#broker.send(node, encode(this.#id, frame)),
+      send: (frame: HostMessage[]) => this.#broker.send(node, encode(this.#id, id, frame)),
       take: (take, from) => void this.#take(take, from),
       ended: (ended) => {
         if (this.#links.get(ended.node) === ended) this.#links.delete(ended.node)

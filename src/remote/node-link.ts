@@ -38,6 +38,8 @@ interface Room {
 }
 
 export interface NodeLinkOptions {
+  /** The node's id for this link, from its hello's envelope: every frame to it is sent with it (see envelope.ts). */
+  id: string
   node: string
   config: RunnerConfig
   send(frame: HostMessage[]): void
@@ -47,6 +49,7 @@ export interface NodeLinkOptions {
 }
 
 export class NodeLink {
+  readonly id: string
   readonly node: string
   readonly channel: RunnerChannel
   readonly #options: NodeLinkOptions
@@ -56,6 +59,7 @@ export class NodeLink {
   #ended = false
 
   constructor(options: NodeLinkOptions) {
+    this.id = options.id
     this.node = options.node
     this.#options = options
     this.channel = new RunnerChannel({

@@ -24,7 +24,7 @@
  *   shutdown   close(): no new jobs, running children may finish until the deadline, then end
  *              `aborted`.
  */
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { RunnerConfig } from '../protocol/messages.js'
 import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
@@ -305,10 +305,12 @@ class RemoteNode implements WorkerNode {
   #linkTo(host: string): HostLink {
     let link = this.#links.get(host)
     if (!link || link.ended) {
+      const id = randomUUID()
       link = new HostLink({
+        id,
         host,
         label: this.#label,
-        send: (frame) => this.#broker.send(host, encode(this.id, frame)),
+        send: (frame) => this.#broker.send(host, encode(this.id, id, frame)),
         judge: this.#judge,
         levelOf: (depth) => levelOf(depth, this.#broker.levels),
         placed: (taken, level, from) => this.#placed(taken, level, from),
@@ -325,7 +327,9 @@ class RemoteNode implements WorkerNode {
   #receive(bytes: Buffer): void {
     const envelope = decode(bytes)
     if (envelope instanceof Error) return this.#settings.log(`${this.#label}: a frame could not be read: ${envelope.message}`)
-    this.#links.get(envelope.from)?.receive(envelope.frame)
+    const link = this.#links.get(envelope.from)
+    // Sent to a link that ended: not this one's to read.
+    if (link?.id === envelope.link) link.receive(envelope.frame)
   }
 
   /** Frames may have been lost while the connection was down: every host link over it is over. */

@@ -177,9 +177,10 @@ function plainCreate(child: string) {
 
 type Heard = { type: string; child?: string; [field: string]: unknown }
 
-/** Any Redis client posing as a host: it hears a node on its channel and publishes frames in a host's envelope. */
+/** Any Redis client posing as a host: it hears a node on its channel and publishes frames in a host's envelope, on the link the node last spoke on. */
 class FakeHost {
   readonly heard: Heard[] = []
+  #link = ''
   readonly #watch = new Watch()
   readonly #publisher = new Redis(REDIS)
   readonly #subscriber = new Redis(REDIS)
@@ -189,7 +190,8 @@ class FakeHost {
   static async start(queue: string, id: string): Promise<FakeHost> {
     const fake = new FakeHost(queue, id)
     fake.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => {
-      const [, frame] = deserialize(bytes) as [string, Heard[]]
+      const [, frame, link] = deserialize(bytes) as [string, Heard[], string]
+      fake.#link = link
       fake.heard.push(...frame)
       fake.#watch.changed()
     })
@@ -204,7 +206,7 @@ class FakeHost {
   }
 
   send(node: string, frame: unknown[]): Promise<number> {
-    return this.#publisher.publish(`${this.queue}:node:${node}`, serialize([this.id, frame]))
+    return this.#publisher.publish(`${this.queue}:node:${node}`, serialize([this.id, frame, this.#link]))
   }
 
   close(): void {
@@ -243,6 +245,8 @@ const said = (type: string) => (message: { type: string }) => message.type === t
 /** Any Redis client posing as a node: it publishes frames in a node's envelope and hears what the host answers. */
 class FakeNode {
   readonly heard: Array<{ type: string }> = []
+  /** The link each frame heard was sent on. */
+  readonly links: string[] = []
   readonly #watch = new Watch()
   readonly #publisher = new Redis(REDIS)
   readonly #subscriber = new Redis(REDIS)
@@ -252,7 +256,8 @@ class FakeNode {
   static async start(queue: string, host: string, id: string, answer: (message: { type: string; child?: string }) => unknown[] = () => []): Promise<FakeNode> {
     const fake = new FakeNode(queue, host, id)
     fake.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => {
-      const [, frame] = deserialize(bytes) as [string, Array<{ type: string; child?: string }>]
+      const [, frame, link] = deserialize(bytes) as [string, Array<{ type: string; child?: string }>, string]
+      fake.links.push(link)
       for (const message of frame) {
         fake.heard.push(message)
         fake.#watch.changed()
@@ -274,8 +279,9 @@ class FakeNode {
     return this.#watch.until(`${n} ${type} heard by ${this.id}`, () => this.heard.filter((message) => message.type === type).length >= n)
   }
 
-  send(frame: unknown[]): Promise<number> {
-    return this.#publisher.publish(`${this.queue}:host:${this.host}`, serialize([this.id, frame]))
+  /** Sends `frame` on `link`; a link of '' is an older node's envelope, which names none. */
+  send(frame: unknown[], link = ''): Promise<number> {
+    return this.#publisher.publish(`${this.queue}:host:${this.host}`, serialize([this.id, frame, link]))
   }
 
   close(): void {
@@ -669,6 +675,25 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     expect(await jobsAdded(queue)).toBe(1)
     expect(await taken.result).toMatchObject({ stopReason: 'error' })
     await taken.dispose()
+  })
+
+  it("a node's hello on a link of its own ends the host's link before it, whose children are given up; the old link's frames are not read, and the host answers on the new one", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [textResponse('never')], PATIENT)
+    const linked = await provenFake(queue, h, parent, 'relinked', onTestFinished, (message) => (message.type === 'create' ? [{ type: 'created', child: message.child }] : []), 0)
+    const first = await linked.first
+    await linked.fake.send([{ type: 'hello', v: PROTOCOL_VERSION }], 'second')
+    expect(await first.result).toMatchObject({ stopReason: 'error', diagnostic: 'node relinked opened another link to this host, so the one its children were on had ended' })
+    // A frame on the old link is not read: on the new one, this child it was never given would end it.
+    await linked.fake.send([{ type: 'created', child: 'never-given' }])
+    // The new link stands: the host answers its take (a guessed token: a drop) on it.
+    await linked.fake.send([{ type: 'take', child: 'never-given', token: 'guessed' }], 'second')
+    await linked.fake.hears('drop')
+    expect(linked.fake.heard.filter(said('welcome'))).toHaveLength(2)
+    expect(linked.fake.heard.filter(said('bye'))).toHaveLength(1)
+    expect(linked.fake.links.at(-1)).toBe('second')
+    await first.dispose()
   })
 
   it("a node tells its host its room: none while it is full, so a create placed then is refused, naming the node; room again once a child left", async ({ expect, onTestFinished }) => {

@@ -8,6 +8,7 @@
  */
 import { spawnSync, type ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
+import { deserialize } from 'node:v8'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -93,6 +94,14 @@ async function bothBack(port: number): Promise<void> {
   }
 }
 
+/** Calls `heard` with each frame a node sends a host on the redis-server at `port`. */
+async function onHostFrames(port: number, heard: (frame: Array<{ type?: unknown }>) => void): Promise<Redis> {
+  const listener = new Redis(port)
+  listener.on('pmessageBuffer', (_pattern: Buffer, _channel: Buffer, bytes: Buffer) => heard((deserialize(bytes) as [string, Array<{ type?: unknown }>])[1]))
+  await listener.psubscribe('own:host:*')
+  return listener
+}
+
 /** A proxy to the redis-server at `port`, closed after the test; `watch` hears each connection it takes. */
 async function proxyTo(port: number, watch: Watch): Promise<RedisProxy> {
   const proxy = await RedisProxy.start(port, () => watch.changed())
@@ -100,16 +109,22 @@ async function proxyTo(port: number, watch: Watch): Promise<RedisProxy> {
   return proxy
 }
 
-/** Calls `changed` whenever a job's lock is set on the redis-server at `port` (a node took it), from Redis's keyspace events. */
-async function onLockSet(port: number, changed: () => void): Promise<Redis> {
+/** Calls `changed` whenever Redis's keyspace event `event` happens to a key matching `pattern` on the redis-server at `port`. */
+async function onKeyEvent(port: number, pattern: string, event: string, changed: () => void): Promise<Redis> {
   const admin = new Redis(port)
   await admin.config('SET', 'notify-keyspace-events', 'K$')
   const listener = new Redis(port)
-  listener.on('pmessage', (_pattern: string, _key: string, event: string) => event === 'set' && changed())
-  await listener.psubscribe('__keyspace@0__:*:lock')
+  listener.on('pmessage', (_pattern: string, _key: string, happened: string) => happened === event && changed())
+  await listener.psubscribe(`__keyspace@0__:${pattern}`)
   admin.disconnect()
   return listener
 }
+
+/** Calls `changed` whenever a job's lock is set on the redis-server at `port` (a node took it). */
+const onLockSet = (port: number, changed: () => void) => onKeyEvent(port, '*:lock', 'set', changed)
+
+/** Calls `changed` whenever a job is added on the redis-server at `port` (BullMQ numbers it by its queue's id key). */
+const onJobAdded = (port: number, changed: () => void) => onKeyEvent(port, 'bull:own-*:id', 'incrby', changed)
 
 /**
  * A node behind a proxy on a redis-server of the test's own, its subscriber cut and its
@@ -210,6 +225,43 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, log: () => {} }))
     const run = await started
     expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'built elsewhere' }] })
+  })
+
+  it("a host's frames to a node link that ended, sent again when its connection is back, never reach the node's next link to it: the child that link asks for runs", async () => {
+    const port = await freePort()
+    await redisServer(port)
+    const watch = new Watch()
+    const proxy = await proxyTo(port, watch)
+    // The node directly on Redis, room for one child; it lets a silent host go after 1 s.
+    nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1, childrenPerWorker: 1 }, hostSilenceMs: 1000, log: () => {} }))
+    const taken = { jobs: 0 }
+    listeners.push(await onLockSet(port, () => (taken.jobs++, watch.changed())))
+    const added = { jobs: 0 }
+    listeners.push(await onJobAdded(port, () => (added.jobs++, watch.changed())))
+    const hellos = { said: 0 }
+    listeners.push(await onHostFrames(port, (frame) => frame.some((message) => message.type === 'hello') && (hellos.said++, watch.changed())))
+    // The host behind the proxy, patient with Redis and with the node while its publisher is held.
+    const host = createHost({ transport: bullmqTransport({ connection: { host: '127.0.0.1', port: proxy.port }, queue: 'own', redisTimeoutMs: 10_000, nodeSilenceMs: 10_000 }), agentModule: CONTRACT_MODULE })
+    hosts.push(host)
+    host.models.register('scripted', new ScriptedModel(['hang', textResponse('on the next link')]))
+    const parent = host.createAgent({ options: { provider: 'scripted', model: 'm' } })
+    const busy = await host.spawn.start({ prompt: 'wait', parent })
+    await eventOf(busy, 'assistant/chunk')
+    // Queued behind the busy child, on the node's first link's word that it has no room.
+    const again = host.spawn.start({ prompt: 'again', parent })
+    await watch.until('the queued job to be added', () => added.jobs === 2)
+    // The host's publisher is cut: its link to the node is over, and the bye it says to it waits in ioredis's queue.
+    proxy.hold()
+    expect(proxy.cut(':node:')).toBe(1)
+    await watch.until("the host's publisher reconnecting", () => proxy.held === 1)
+    expect(await busy.result).toMatchObject({ stopReason: 'error', diagnostic: expect.stringContaining('lost its connection to Redis') })
+    // The node hears nothing from the host, lets its link go, takes the queued job and asks for its child on a link of its own.
+    await watch.until('the node to take the queued job', () => taken.jobs === 2)
+    await watch.until("the node's next link's hello", () => hellos.said === 2)
+    // The old link's bye comes first, then the answers to the new one.
+    proxy.release()
+    const run = await again
+    expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'on the next link' }] })
   })
 
   it("a host whose channel's connection dropped queues no job until it listens again: a start meanwhile fails in redisTimeoutMs, and none was added", async () => {

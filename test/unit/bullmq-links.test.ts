@@ -5,10 +5,11 @@
  * directly, the node's room as it tells it and as the host counts it, and the host's distrust of
  * a node that speaks of a child it was not given or of room past belief.
  */
+import { serialize } from 'node:v8'
 import { describe, expect, it } from 'vitest'
 import { HostLink, type NodeMessage, type Taken } from '../../dist/remote/host-link.js'
 import { NodeLink } from '../../dist/remote/node-link.js'
-import type { TakeMessage } from '../../dist/remote/envelope.js'
+import { decode, encode, type TakeMessage } from '../../dist/remote/envelope.js'
 import { SilenceJudge } from '../../dist/parent/runners/liveness.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../../dist/protocol/messages.js'
 
@@ -19,6 +20,7 @@ function hostLink() {
   const placed: Array<{ taken: Taken; level: number }> = []
   let ended = false
   const link = new HostLink({
+    id: 'link-1',
     host: 'h1',
     label: 'node n1',
     judge: new SilenceJudge({ limitMs: 5000, intervalMs: 500 }),
@@ -173,7 +175,7 @@ describe("a host's link to a node", () => {
     const takes: TakeMessage[] = []
     let ended = false
     const hello = { type: 'hello', v: PROTOCOL_VERSION } as const
-    const link = new NodeLink({ node: 'n1', config: { maxParallelToolCalls: 8 }, send: (frame) => void sent.push(...frame), take: (take) => void takes.push(take), ended: () => void (ended = true) })
+    const link = new NodeLink({ id: 'link-1', node: 'n1', config: { maxParallelToolCalls: 8 }, send: (frame) => void sent.push(...frame), take: (take) => void takes.push(take), ended: () => void (ended = true) })
     link.receive([hello])
     return { link, sent, takes, ended: () => ended }
   }
@@ -182,7 +184,7 @@ describe("a host's link to a node", () => {
     const sent: HostMessage[] = []
     const takes: TakeMessage[] = []
     let over = false
-    const link = new NodeLink({ node: 'n1', config: { maxParallelToolCalls: 8 }, send: (frame) => void sent.push(...frame), take: (take) => void takes.push(take), ended: () => void (over = true) })
+    const link = new NodeLink({ id: 'link-1', node: 'n1', config: { maxParallelToolCalls: 8 }, send: (frame) => void sent.push(...frame), take: (take) => void takes.push(take), ended: () => void (over = true) })
     const ended = () => over
     link.receive([{ type: 'hello', v: PROTOCOL_VERSION }, { type: 'take', child: 'c', token: 't' }])
     expect(takes).toEqual([{ type: 'take', child: 'c', token: 't' }])
@@ -265,5 +267,20 @@ describe("a host's link to a node", () => {
     link.receive([{ type: 'room', level: 1, free: 4, placed: 0 }])
     link.stop({ stopReason: 'error', diagnostic: 'gone' })
     expect(link.room(1)).toBe(0)
+  })
+})
+
+describe('the envelope between a host and a node', () => {
+  it('carries the sender, the frame and the link; an older sender names no link', () => {
+    expect(decode(encode('n1', 'link-1', [{ type: 'pong', n: 1 }]))).toEqual({ from: 'n1', link: 'link-1', frame: [{ type: 'pong', n: 1 }] })
+    expect(decode(serialize(['n1', [{ type: 'hello', v: 1 }]]))).toEqual({ from: 'n1', link: '', frame: [{ type: 'hello', v: 1 }] })
+  })
+
+  it('refuses a link that is no id of at most 64 characters, and any other shape', () => {
+    for (const link of ['x'.repeat(65), 7, null]) {
+      expect(decode(serialize(['n1', [], link]))).toMatchObject({ code: 'ERR_SUBAGENT_REMOTE_SHAPE', message: "the envelope's link is not an id of at most 64 characters" })
+    }
+    expect(decode(serialize(['n1', [], 'l', 'extra']))).toMatchObject({ code: 'ERR_SUBAGENT_REMOTE_SHAPE', message: 'not a [sender, frame, link] envelope' })
+    expect(decode(serialize([1, []]))).toMatchObject({ code: 'ERR_SUBAGENT_REMOTE_SHAPE' })
   })
 })
