@@ -2,7 +2,7 @@
  * Where things wait and travel on Redis: the BullMQ queues (one a delegation depth) and the
  * pub/sub channels (one a receiver, a host's or a node's).
  *
- * Frames travel by Redis pub/sub, each envelope naming its sender. Pub/sub, not Streams: a round
+ * Frames travel by Redis pub/sub, each envelope naming its sender and the node's link. Pub/sub, not Streams: a round
  * trip on loopback measured 0.12-0.18 ms against 0.25 ms for XADD + XREAD, and nothing is stored
  * or trimmed. Its catch, delivery only to a live subscriber, is closed by the order of things
  * (each end subscribes before it can be addressed) and by treating any dropped Redis connection

@@ -19,7 +19,8 @@ import { subagentError, versionMismatchText } from '../protocol/errors.js'
  * otherwise end the node's next link to it, taking the child that link was asking for.
  */
 export function encode(from: string, link: string, frame: unknown[]): Buffer {
-  return serialize([from, frame, link])
+  // To a node of an older version (its hello named no link), in the form it reads: it hears why it is refused.
+  return serialize(link === '' ? [from, frame] : [from, frame, link])
 }
 
 /** Longer ids are no link's: a link's id is a UUID. */

@@ -328,8 +328,8 @@ class RemoteNode implements WorkerNode {
     const envelope = decode(bytes)
     if (envelope instanceof Error) return this.#settings.log(`${this.#label}: a frame could not be read: ${envelope.message}`)
     const link = this.#links.get(envelope.from)
-    // Sent to a link that ended: not this one's to read.
-    if (link?.id === envelope.link) link.receive(envelope.frame)
+    // Sent to a link that ended: not this one's to read. A host of an older version names no link: its welcome is refused for its version.
+    if (link && (envelope.link === link.id || envelope.link === '')) link.receive(envelope.frame)
   }
 
   /** Frames may have been lost while the connection was down: every host link over it is over. */

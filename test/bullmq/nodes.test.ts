@@ -205,8 +205,9 @@ class FakeHost {
     return this.heard.find(matches)!
   }
 
-  send(node: string, frame: unknown[]): Promise<number> {
-    return this.#publisher.publish(`${this.queue}:node:${node}`, serialize([this.id, frame, this.#link]))
+  /** Sends `frame` on `link`: by default the one the node last spoke on. */
+  send(node: string, frame: unknown[], link = this.#link): Promise<number> {
+    return this.#publisher.publish(`${this.queue}:node:${node}`, serialize([this.id, frame, link]))
   }
 
   close(): void {
@@ -694,6 +695,24 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     expect(linked.fake.heard.filter(said('bye'))).toHaveLength(1)
     expect(linked.fake.links.at(-1)).toBe('second')
     await first.dispose()
+  })
+
+  it("a node reads only its link's frames: a bye sent on another (a link that ended, heard late) leaves the child it asks for to run", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const n = await my.node(queue, { extra: ['--host-silence-ms', '60000'] })
+    const fake = await FakeHost.start(queue, 'fake-host')
+    onTestFinished(() => fake.close())
+    const connection = new Redis(REDIS)
+    const bull = new Queue(depth1(queue), { connection })
+    await bull.add('child', { v: PROTOCOL_VERSION, host: fake.id, child: 'c1' }, { removeOnComplete: true, removeOnFail: true, attempts: 1 })
+    await bull.close()
+    connection.disconnect()
+    await fake.hears('take', (message) => message.type === 'take' && message.child === 'c1')
+    await fake.send(n.id, [{ type: 'bye' }], 'a-link-that-ended')
+    await fake.send(n.id, [{ type: 'welcome', v: PROTOCOL_VERSION, config: { agentModule: pathToFileURL(FAULT_MODULE).href, maxParallelToolCalls: 1, abortGraceMs: 200 } }, plainCreate('c1')])
+    await fake.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
+    await fake.send(n.id, [{ type: 'bye' }])
   })
 
   it("a node tells its host its room: none while it is full, so a create placed then is refused, naming the node; room again once a child left", async ({ expect, onTestFinished }) => {

@@ -232,8 +232,8 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     await redisServer(port)
     const watch = new Watch()
     const proxy = await proxyTo(port, watch)
-    // The node directly on Redis, room for one child; it lets a silent host go after 1 s.
-    nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1, childrenPerWorker: 1 }, hostSilenceMs: 1000, log: () => {} }))
+    // The node directly on Redis, room for one child; it lets a silent host go after 3 s (its next link is welcomed well within that of the release).
+    nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1, childrenPerWorker: 1 }, hostSilenceMs: 3000, log: () => {} }))
     const taken = { jobs: 0 }
     listeners.push(await onLockSet(port, () => (taken.jobs++, watch.changed())))
     const added = { jobs: 0 }

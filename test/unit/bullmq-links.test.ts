@@ -191,16 +191,16 @@ describe("a host's link to a node", () => {
     expect(ended()).toBe(false)
   })
 
-  it('a node that links again says hello anew: the children it let go end, saying so, and its new link is welcomed again', async () => {
+  it('a second hello on a link is a protocol error: a node that links again does so on a link of its own, so its children end and the link with them', async () => {
     const { link, sent, ended } = nodeLink()
     const faults: unknown[] = []
     link.channel.adopt({ id: 'c', busy: false, receive: () => {}, broken: () => {}, end: (fault) => void faults.push(fault) })
     await turn()
     link.receive([{ type: 'hello', v: PROTOCOL_VERSION }])
     await turn()
-    expect(faults).toEqual([{ stopReason: 'error', diagnostic: 'the node n1 let go of its children (it had judged this host silent) and linked to it again' }])
-    expect(sent.filter((message) => message.type === 'welcome')).toHaveLength(2)
-    expect(ended()).toBe(false)
+    expect(faults).toEqual([{ stopReason: 'error', diagnostic: "protocol error: the node n1 sent a second 'hello', so it was stopped" }])
+    expect(sent.filter((message) => message.type === 'welcome')).toHaveLength(1)
+    expect(ended()).toBe(true)
   })
 
   it('a refused take is answered with a drop', async () => {

@@ -35,12 +35,19 @@ describe('a runner channel', () => {
     subject.receive([{ type: 'ready', hooks: ['beforeStep'] }])
     expect(subject.judgeable).toBe(true)
     expect(subject.hooks).toEqual(new Set(['beforeStep']))
-    // A runner may say ready again, and a node that links anew says hello again: neither is an error.
-    subject.receive([{ type: 'ready' }, hello])
+    // A runner may say ready again: no error.
+    subject.receive([{ type: 'ready' }])
     expect(kills).toEqual([])
     subject.end({ stopReason: 'aborted', diagnostic: 'closed' })
     expect([subject.greeted, subject.judgeable]).toEqual([true, false])
     expect(subject.hooks).toEqual(new Set(['beforeStep']))
+  })
+
+  it('a second hello is a protocol error: a runner greets its channel once', () => {
+    const { subject, kills } = channel()
+    subject.receive([hello])
+    subject.receive([hello])
+    expect(kills).toEqual([{ stopReason: 'error', diagnostic: `protocol error: the worker thread 1 sent a second 'hello', so it was stopped` }])
   })
 
   it('a ready before the hello is a protocol error', () => {

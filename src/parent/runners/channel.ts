@@ -264,17 +264,6 @@ export class RunnerChannel {
     this.#dropping.clear()
   }
 
-  /**
-   * A node that let go of this host (it judged it silent) links to it again, for another child,
-   * with a new hello: the children it let go end, since nothing will speak of them again, and its
-   * new link waits for a welcome.
-   */
-  #linkedAgain(): void {
-    const fault: Fault = { stopReason: 'error', diagnostic: `the ${this.label} let go of its children (it had judged this host silent) and linked to it again` }
-    for (const child of [...this.#children.values()]) child.end(fault, undefined)
-    this.outbox.push({ type: 'welcome', v: PROTOCOL_VERSION, config: this.config })
-  }
-
   /** Whether what the runner sends is still read: it is neither distrusted nor gone. */
   get #reading(): boolean {
     return this.#phase.name !== 'distrusted' && this.#phase.name !== 'ended'
@@ -289,8 +278,9 @@ export class RunnerChannel {
             diagnostic: versionMismatchText(`the ${this.label}`, message.v, 'this host', PROTOCOL_VERSION),
           })
         }
-        if (this.#phase.name === 'opening') this.#phase = { name: 'greeted' }
-        else this.#linkedAgain()
+        // A node that links again does so on a link of its own (src/remote/envelope.ts): a channel is greeted once.
+        if (this.#phase.name !== 'opening') return this.violation(`a second 'hello'`)
+        this.#phase = { name: 'greeted' }
         return
       case 'fatal':
         return this.kill({ stopReason: 'error', diagnostic: `the ${this.label} gave up on its channel: ${message.error.message}` })
