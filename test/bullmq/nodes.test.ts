@@ -169,6 +169,22 @@ async function jobsAdded(queue: string): Promise<number> {
   }
 }
 
+/** A fake host whose job for child c1 is on the queue, once a node asked it for the child (its take). */
+async function fakeHostTaken(queue: string, onTestFinished: (fn: () => void) => void): Promise<FakeHost> {
+  const fake = await FakeHost.start(queue, 'fake-host')
+  onTestFinished(() => fake.close())
+  const connection = new Redis(REDIS)
+  const bull = new Queue(depth1(queue), { connection })
+  await bull.add('child', { v: PROTOCOL_VERSION, host: fake.id, child: 'c1' }, { removeOnComplete: true, removeOnFail: true, attempts: 1 })
+  await bull.close()
+  connection.disconnect()
+  await fake.hears('take', (message) => message.type === 'take' && message.child === 'c1')
+  return fake
+}
+
+/** A fake host's welcome: its children run the fault module's agent. */
+const FAKE_WELCOME = { type: 'welcome', v: PROTOCOL_VERSION, config: { agentModule: pathToFileURL(FAULT_MODULE).href, maxParallelToolCalls: 1, abortGraceMs: 200 } }
+
 /** A create a host sends: the child asks the host's model 'scripted' and waits for its answer. */
 function plainCreate(child: string) {
   const spec = { id: child, header: { id: child, createdAt: new Date().toISOString() }, options: { provider: 'scripted', model: 'm' }, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }
@@ -701,16 +717,9 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const my = scope(onTestFinished)
     const queue = freshQueue()
     const n = await my.node(queue, { extra: ['--host-silence-ms', '60000'] })
-    const fake = await FakeHost.start(queue, 'fake-host')
-    onTestFinished(() => fake.close())
-    const connection = new Redis(REDIS)
-    const bull = new Queue(depth1(queue), { connection })
-    await bull.add('child', { v: PROTOCOL_VERSION, host: fake.id, child: 'c1' }, { removeOnComplete: true, removeOnFail: true, attempts: 1 })
-    await bull.close()
-    connection.disconnect()
-    await fake.hears('take', (message) => message.type === 'take' && message.child === 'c1')
+    const fake = await fakeHostTaken(queue, onTestFinished)
     await fake.send(n.id, [{ type: 'bye' }], 'a-link-that-ended')
-    await fake.send(n.id, [{ type: 'welcome', v: PROTOCOL_VERSION, config: { agentModule: pathToFileURL(FAULT_MODULE).href, maxParallelToolCalls: 1, abortGraceMs: 200 } }, plainCreate('c1')])
+    await fake.send(n.id, [FAKE_WELCOME, plainCreate('c1')])
     await fake.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
     await fake.send(n.id, [{ type: 'bye' }])
   })
@@ -719,15 +728,8 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const my = scope(onTestFinished)
     const queue = freshQueue()
     const n = await my.node(queue, { childrenPerWorker: 1, extra: ['--host-silence-ms', '60000'] })
-    const fake = await FakeHost.start(queue, 'fake-host')
-    onTestFinished(() => fake.close())
-    const connection = new Redis(REDIS)
-    const bull = new Queue(depth1(queue), { connection })
-    await bull.add('child', { v: PROTOCOL_VERSION, host: fake.id, child: 'c1' }, { removeOnComplete: true, removeOnFail: true, attempts: 1 })
-    await bull.close()
-    connection.disconnect()
-    await fake.hears('take', (message) => message.type === 'take' && message.child === 'c1')
-    await fake.send(n.id, [{ type: 'welcome', v: PROTOCOL_VERSION, config: { agentModule: pathToFileURL(FAULT_MODULE).href, maxParallelToolCalls: 1, abortGraceMs: 200 } }, plainCreate('c1')])
+    const fake = await fakeHostTaken(queue, onTestFinished)
+    await fake.send(n.id, [FAKE_WELCOME, plainCreate('c1')])
     await fake.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
     // One slot, taken by c1: the word on level 1 is none; the deeper levels have theirs.
     await fake.hears('no room', (message) => message.type === 'room' && message.level === 1 && message.free === 0)

@@ -102,6 +102,14 @@ async function onHostFrames(port: number, heard: (frame: Array<{ type?: unknown 
   return listener
 }
 
+/** A redis-server of the test's own and a proxy to it; `watch` hears each connection the proxy takes. */
+async function proxiedRedis(): Promise<{ port: number; watch: Watch; proxy: RedisProxy }> {
+  const port = await freePort()
+  await redisServer(port)
+  const watch = new Watch()
+  return { port, watch, proxy: await proxyTo(port, watch) }
+}
+
 /** A proxy to the redis-server at `port`, closed after the test; `watch` hears each connection it takes. */
 async function proxyTo(port: number, watch: Watch): Promise<RedisProxy> {
   const proxy = await RedisProxy.start(port, () => watch.changed())
@@ -132,10 +140,7 @@ const onJobAdded = (port: number, changed: () => void) => onKeyEvent(port, 'bull
  * directly; `taken.jobs` counts the jobs a node took (their locks set), `watch` hears each.
  */
 async function deafNode(script: ScriptEntry[]) {
-  const port = await freePort()
-  await redisServer(port)
-  const watch = new Watch()
-  const proxy = await proxyTo(port, watch)
+  const { port, watch, proxy } = await proxiedRedis()
   const node = await startNode({ connection: `redis://127.0.0.1:${proxy.port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, redisTimeoutMs: 60_000, log: () => {} })
   nodes.push(node)
   const taken = { jobs: 0 }
@@ -228,10 +233,7 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
   })
 
   it("a host's frames to a node link that ended, sent again when its connection is back, never reach the node's next link to it: the child that link asks for runs", async () => {
-    const port = await freePort()
-    await redisServer(port)
-    const watch = new Watch()
-    const proxy = await proxyTo(port, watch)
+    const { port, watch, proxy } = await proxiedRedis()
     // The node directly on Redis, room for one child; it lets a silent host go after 3 s (its next link is welcomed well within that of the release).
     nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1, childrenPerWorker: 1 }, hostSilenceMs: 3000, log: () => {} }))
     const taken = { jobs: 0 }
@@ -265,10 +267,7 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
   })
 
   it("a host whose channel's connection dropped queues no job until it listens again: a start meanwhile fails in redisTimeoutMs, and none was added", async () => {
-    const port = await freePort()
-    await redisServer(port)
-    const watch = new Watch()
-    const proxy = await proxyTo(port, watch)
+    const { port, watch, proxy } = await proxiedRedis()
     nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1 }, log: () => {} }))
     const { host, parent } = hostOn({ host: '127.0.0.1', port: proxy.port, connectionName: HOST_NAME }, [textResponse('first'), textResponse('again')])
     expect(await host.spawn.run({ prompt: 'hi', parent })).toMatchObject({ stopReason: 'completed' })
