@@ -280,7 +280,7 @@ class RemoteHostTransport implements ChildTransport {
     if (link && link.id !== id) {
       // Of the node's link before, sent late: not read. A hello opens the node's next link, so that one is over.
       if (!isHello(frame)) return
-      link.stop({ stopReason: 'error', diagnostic: `node ${from} opened another link to this host, so the one its children were on had ended` })
+      link.relinked()
       link = undefined
     }
     if (!link) {

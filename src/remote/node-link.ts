@@ -134,6 +134,16 @@ export class NodeLink {
     this.stop({ stopReason: 'error', diagnostic }, undefined, movable ? 'held' : undefined)
   }
 
+  /**
+   * The node opened another link to this host: it ends a link only by letting go of the link's
+   * children (see host-link.ts), so those a host call held move, onto its new link or another node;
+   * its last frames on the old link may be lost, so no other child does.
+   */
+  relinked(): void {
+    const diagnostic = `node ${this.node} opened another link to this host, so the one its children were on had ended: its children waiting on the host were placed again, the others given up`
+    this.stop({ stopReason: 'error', diagnostic }, undefined, 'held')
+  }
+
   /** Ends every child on the node with `fault` (the culprit with its own), or moves it as `movable` allows, and tells the node to let them go. */
   stop(fault: Fault, culprit?: Culprit, movable?: Mobility): void {
     if (this.#ended) return

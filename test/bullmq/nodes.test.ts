@@ -23,6 +23,7 @@ import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
 import { eventOf } from '../support/driver-helpers.js'
 import { BULLMQ } from '../support/harness.js'
 import { gate } from '../support/loop-helpers.js'
+import { moved } from '../support/moves.js'
 import { startTestNode, type TestNode } from '../support/nodes.js'
 import { Watch } from '../support/watch.js'
 
@@ -694,14 +695,14 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await taken.dispose()
   })
 
-  it("a node's hello on a link of its own ends the host's link before it, whose children are given up; the old link's frames are not read, and the host answers on the new one", async ({ expect, onTestFinished }) => {
+  it("a node's hello on a link of its own ends the host's link before it, whose children not waiting on the host are given up; the old link's frames are not read, and the host answers on the new one", async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     const { host: h, parent } = my.host(queue, [textResponse('never')], PATIENT)
     const linked = await provenFake(queue, h, parent, 'relinked', onTestFinished, (message) => (message.type === 'create' ? [{ type: 'created', child: message.child }] : []), 0)
     const first = await linked.first
     await linked.fake.send([{ type: 'hello', v: PROTOCOL_VERSION }], 'second')
-    expect(await first.result).toMatchObject({ stopReason: 'error', diagnostic: 'node relinked opened another link to this host, so the one its children were on had ended' })
+    expect(await first.result).toMatchObject({ stopReason: 'error', diagnostic: 'node relinked opened another link to this host, so the one its children were on had ended: its children waiting on the host were placed again, the others given up' })
     // A frame on the old link is not read: on the new one, this child it was never given would end it.
     await linked.fake.send([{ type: 'created', child: 'never-given' }])
     // The new link stands: the host answers its take (a guessed token: a drop) on it.
@@ -711,6 +712,30 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     expect(linked.fake.heard.filter(said('bye'))).toHaveLength(1)
     expect(linked.fake.links.at(-1)).toBe('second')
     await first.dispose()
+  })
+
+  it("a child waiting on its host model when its node opens another link is placed again (the node let the old link's children go), and completes on a node that takes its job", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, model, parent } = my.host(queue, ['hang', textResponse('moved')], PATIENT)
+    let given = ''
+    const linked = await provenFake(queue, h, parent, 'relinked', onTestFinished, (message) => (message.type === 'create' ? ((given = message.child!), [{ type: 'created', child: message.child }]) : []), 0)
+    const run = await linked.first
+    // The child asks for its host model, which streams and holds: the host holds a call of it.
+    await linked.fake.send([{ type: 'rpc/call', child: given, call: 1, method: 'model', payload: { provider: 'scripted' } }])
+    await linked.fake.hears('rpc/chunks')
+    await linked.fake.send([{ type: 'hello', v: PROTOCOL_VERSION }], 'second')
+    await eventOf(run, 'child/moved')
+    // Queued again (the new link proved nothing yet), and taken by a node of the test's.
+    await my.node(queue)
+    expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'moved' }] })
+    const events = h.agents.get(run.id)!.session.events
+    expect(moved(events)).toEqual(['node relinked opened another link to this host, so the one its children were on had ended: its children waiting on the host were placed again, the others given up'])
+    expect(events.filter((event) => event.type === 'turn/start')).toHaveLength(1)
+    // The held request was aborted, and made again where the child went on.
+    expect(model.requests).toHaveLength(2)
+    expect(model.requests[0]!.signal?.aborted).toBe(true)
+    await run.dispose()
   })
 
   it("a node reads only its link's frames: a bye sent on another (a link that ended, heard late) leaves the child it asks for to run", async ({ expect, onTestFinished }) => {
