@@ -135,7 +135,7 @@ class BullmqNodeBroker implements NodeBroker {
   async #process(run: RunJob, job: Job, level: number, token: string | undefined): Promise<void> {
     if (token === undefined) throw subagentError('ERR_SUBAGENT_REMOTE_SHAPE', 'BullMQ gave the job without a lock token: this node cannot prove it holds it')
     if (!this.#hasRoom(level)) return this.#handBack(job, level, token)
-    return run(job.data, level, token)
+    if ((await run(job.data, level, token)) === 'unasked') return this.#giveBack(job, token)
   }
 
   /**
@@ -146,6 +146,11 @@ class BullmqNodeBroker implements NodeBroker {
   async #handBack(job: Job, level: number, token: string): Promise<never> {
     this.#resting.add(level)
     void this.#workers[level - 1]!.pause(true).catch((error: Error) => this.#report(error))
+    return this.#giveBack(job, token)
+  }
+
+  /** Back to wait, unrun: a job that completed would be removed, and its host would count its child lost. */
+  async #giveBack(job: Job, token: string): Promise<never> {
     await job.moveToWait(token)
     throw new WaitingError()
   }

@@ -61,8 +61,12 @@ export interface HostBroker {
 
 export type OpenHostBroker = (host: string, events: BrokerEvents) => HostBroker
 
-/** Runs one job the node was given: `data` as the queue holds it (unchecked), its depth level, and the lock `token` it holds it by. */
-export type RunJob = (data: unknown, level: number, token: string) => Promise<void>
+/**
+ * Runs one job the node was given: `data` as the queue holds it (unchecked), its depth level, and
+ * the lock `token` it holds it by. `'unasked'`: the node shut down before it asked for the job's
+ * child, so the job goes back to wait for another node (ending it would end a child nobody ran).
+ */
+export type RunJob = (data: unknown, level: number, token: string) => Promise<'done' | 'unasked'>
 
 /** A node's broker. */
 export interface NodeBroker {
@@ -76,7 +80,7 @@ export interface NodeBroker {
   readonly levels: number
   /**
    * Takes jobs of every level, at most `concurrency` of each at a time; a job is held until `run`
-   * settles, and fails if it rejects. One that comes while `hasRoom(level)` is false (children
+   * settles, fails if it rejects, and goes back to the queue, unrun, if `run` says it asked nothing (`'unasked'`). One that comes while `hasRoom(level)` is false (children
    * placed directly fill the node) goes back to the queue, unrun, for another node, and the level
    * takes none until `roomFreed`. Resolves once taking.
    */

@@ -181,7 +181,7 @@ class RemoteNode implements WorkerNode {
   }
 
   /** One job: one child, from asking its host for it to its leaving the node. */
-  async #run(data: unknown, level: number, token: string): Promise<void> {
+  async #run(data: unknown, level: number, token: string): Promise<'done' | 'unasked'> {
     const read = readJob(data)
     if (read instanceof Error) throw read // the job fails, visibly in the broker; no host can be told
     this.#occupy(level, 1)
@@ -189,12 +189,13 @@ class RemoteNode implements WorkerNode {
       // The host answers on this node's channel: after a dropped connection, not before it is listened to again.
       await this.#broker.listening()
       // Shut down meanwhile: nothing was asked for, and its pools may be closed.
-      if (!this.#open) return
+      if (!this.#open) return 'unasked'
       const link = this.#linkTo(read.host)
       // The job only names the child: what it is, the host says, and only to the node holding the job.
       const taken = await link.take(read.child, token)
-      if (!taken) return // refused (the host gave up on it, or never queued it) or the host is gone: nothing ran
-      await this.#build(link, taken, level, false)
+      // Refused (the host gave up on it, or never queued it) or the host is gone: nothing ran, nor will.
+      if (taken) await this.#build(link, taken, level, false)
+      return 'done'
     } finally {
       this.#occupy(level, -1)
     }
