@@ -68,6 +68,12 @@ export const RpcChunks = variant('rpc/chunks', { child, call, chunks: { ...wireC
 /** The result; the call's last chunks ride with it when they were not sent yet. */
 export const RpcReturn = variant('rpc/result', { child, call, value: anything, chunks: wireChunks }, ['value', 'chunks'])
 export const RpcFailure = variant('rpc/error', { child, call, error: WireError })
+/**
+ * Host → runner: a frame's lone text deltas, of every child's model call, side by side (child,
+ * call, text, child, call, text ...) in one list, where an `rpc/chunks` message a delta cost the
+ * clone and the runner's check an object each (see flatTexts).
+ */
+export const RpcTexts = variant('rpc/texts', { texts: { type: 'array', minItems: 3, items: { anyOf: [string, call] } } })
 type RpcChunks = Wire<typeof RpcChunks, [StreamChunkSchema]>
 type RpcReturn = Wire<typeof RpcReturn, [StreamChunkSchema]>
 export type RpcReply = RpcChunks | RpcReturn | Wire<typeof RpcFailure>
@@ -123,6 +129,11 @@ export class RpcClient {
     if (reply.type === 'rpc/error') pending.reject(fromWireError(reply.error))
     else if (RPC_METHODS[pending.method].result(reply.value ?? null)) pending.resolve(reply.value ?? null)
     else pending.reject(new ProtocolError(`the host sent a malformed result for a "${pending.method}" call`))
+  }
+
+  /** A text delta of call `call`, from a frame's `rpc/texts`; dropped, as any reply is, when the call is no longer pending. */
+  text(call: number, text: string): void {
+    this.#pending.get(call)?.onChunk?.({ type: 'text-delta', text })
   }
 
   /** Rejects every pending call and every later one with an Error saying `why` (made only when needed). */
@@ -235,4 +246,46 @@ export class RpcServer {
   #fail(id: number, error: Error): void {
     this.#sink.push({ type: 'rpc/error', child: this.#child, call: id, error: toWireError(error) })
   }
+}
+
+type FlatTexts = Wire<typeof RpcTexts>
+/** The messages of a frame, as far as flatTexts reads them. */
+type Flattened = { type: string; child?: string; call?: number; chunks?: unknown[] }
+
+/**
+ * A frame with its lone-text `rpc/chunks` messages (S9's fan-in sends one a child and delta) side
+ * by side in one `rpc/texts`, at the first one's place. A delta joins the list only while nothing
+ * else of its child came after that place, so each child's messages keep their order.
+ */
+export function flatTexts<M extends Flattened>(frame: M[]): Array<M | FlatTexts> {
+  /** From the first lone delta on: the frame as it goes, the list, and the children with a message after the list's place. */
+  let flat: { messages: Array<M | FlatTexts>; texts: FlatTexts['texts']; after: Set<string | undefined> } | undefined
+  for (let i = 0; i < frame.length; i++) {
+    const message = frame[i]!
+    const text = message.type === 'rpc/chunks' && message.chunks!.length === 1 ? message.chunks![0] : undefined
+    if (typeof text === 'string' && !flat?.after.has(message.child)) {
+      if (!flat) {
+        const texts: FlatTexts['texts'] = []
+        flat = { messages: [...frame.slice(0, i), { type: 'rpc/texts', texts }], texts, after: new Set() }
+      }
+      flat.texts.push(message.child!, message.call!, text)
+    } else if (flat) {
+      flat.after.add(message.child)
+      flat.messages.push(message)
+    }
+  }
+  return flat?.messages ?? frame
+}
+
+/**
+ * Calls `each` with every (child, call, text) of an `rpc/texts` list, once the whole list was
+ * read as such; when it is not, calls it for none and says why.
+ */
+export function forEachText(texts: ReadonlyArray<string | number>, each: (child: string, call: number, text: string) => void): ProtocolError | undefined {
+  let read = texts.length % 3 === 0
+  // The frame's check has read each item as a text or a call number: here, each at its place.
+  for (let i = 0; read && i < texts.length; i += 3) read = typeof texts[i] === 'string' && typeof texts[i + 1] === 'number' && typeof texts[i + 2] === 'string'
+  if (!read) return new ProtocolError(`the host sent an 'rpc/texts' message whose ${texts.length} items are not a child, a call and a text each`)
+  for (let i = 0; i < texts.length; i += 3) each(texts[i] as string, texts[i + 1] as number, texts[i + 2] as string)
+  return undefined
 }

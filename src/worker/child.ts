@@ -89,7 +89,12 @@ export class RunnerChild {
     }
   }
 
-  receive(message: Exclude<HostMessage, { type: 'welcome' | 'create' | 'ping' | 'bye' }>): void {
+  /** A text delta of one of its host calls (from a frame's `rpc/texts`). */
+  text(call: number, text: string): void {
+    this.#rpc.text(call, text)
+  }
+
+  receive(message: Exclude<HostMessage, { type: 'welcome' | 'create' | 'ping' | 'bye' | 'rpc/texts' }>): void {
     switch (message.type) {
       case 'publish':
         if (this.#state !== 'built') return this.#host.fatal(new ProtocolError(`the host published child ${this.id} while it was ${this.#state}`))

@@ -1,6 +1,6 @@
 /** The typed RPC in src/protocol: per-child ids, streamed chunks, payloads checked by the server, abort crossing as a reason, no hung call on close. */
 import { describe, expect, it } from 'vitest'
-import { RpcClient, RpcServer, type RpcHandlers, type RpcReply } from '../../dist/protocol/rpc.js'
+import { flatTexts, forEachText, RpcClient, RpcServer, type RpcHandlers, type RpcReply } from '../../dist/protocol/rpc.js'
 import type { RunnerMessage } from '../../dist/protocol/messages.js'
 
 type CallMessage = Extract<RunnerMessage, { type: 'rpc/call' | 'rpc/cancel' }>
@@ -156,5 +156,39 @@ describe('rpc', () => {
     await until(() => signals.length === 2, 'both calls to run')
     server.close({ kind: 'runner-gone' })
     expect(signals.map((s) => s.aborted)).toEqual([true, true])
+  })
+})
+
+describe("a frame's lone text deltas, side by side in one rpc/texts", () => {
+  const chunks = (child: string, call: number, ...chunks: unknown[]) => ({ type: 'rpc/chunks', child, call, chunks })
+
+  it("lays every child's lone text delta in one list at the first one's place; the frame's other messages keep theirs", () => {
+    const ping = { type: 'ping', n: 1 }
+    const frame = [ping, chunks('a', 1, 'one'), chunks('b', 4, 'uno'), { type: 'publish', child: 'c', prompt: [] }, chunks('c', 1, 'eins')]
+    expect(flatTexts(frame)).toEqual([ping, { type: 'rpc/texts', texts: ['a', 1, 'one', 'b', 4, 'uno'] }, frame[3], chunks('c', 1, 'eins')])
+  })
+
+  it("keeps a child's delta apart once anything else of that child came after the list's place: each child's order holds", () => {
+    const frame = [chunks('a', 1, 'one'), { type: 'abort', child: 'a' }, chunks('a', 2, 'two'), chunks('b', 1, 'uno')]
+    expect(flatTexts(frame)).toEqual([{ type: 'rpc/texts', texts: ['a', 1, 'one', 'b', 1, 'uno'] }, frame[1], frame[2]])
+  })
+
+  it('leaves alone the chunks that are not one text delta, and a result with its chunks; a frame with none is itself', () => {
+    const usage = chunks('a', 1, { type: 'usage', inputTokens: 1, outputTokens: 1 })
+    const two = chunks('b', 1, 'x', { type: 'usage', inputTokens: 1, outputTokens: 1 })
+    const result = { type: 'rpc/result', child: 'c', call: 1, chunks: ['last'] }
+    const frame = [usage, two, result]
+    expect(flatTexts(frame)).toBe(frame)
+  })
+
+  it('reads a list back as (child, call, text), or calls nothing and says why when its items are not such triples', () => {
+    const read: unknown[] = []
+    expect(forEachText(['a', 1, 'one', 'b', 2, 'uno'], (...triple) => read.push(triple))).toBeUndefined()
+    expect(read).toEqual([['a', 1, 'one'], ['b', 2, 'uno']])
+    for (const texts of [['a', 1], ['a', 'one', 1], [1, 'a', 'one'], ['a', 1, 'one', 'b', 'x', 'uno']]) {
+      const error = forEachText(texts, () => read.push('called'))
+      expect(error).toMatchObject({ name: 'ProtocolError', message: `the host sent an 'rpc/texts' message whose ${texts.length} items are not a child, a call and a text each` })
+    }
+    expect(read).toHaveLength(2)
   })
 })

@@ -12,7 +12,8 @@ import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
-import { defineTool, ScriptedModel, textResponse, toolCallResponse, type HostOptions, type ScriptEntry } from 'subagent-worker'
+import { defineTool, ScriptedModel, textOf, textResponse, toolCallResponse, type HostOptions, type Model, type ScriptEntry } from 'subagent-worker'
+import { gate } from '../support/loop-helpers.js'
 import { POOLED, shape, streamedRuns } from '../support/harness.js'
 import { eventOf } from '../support/driver-helpers.js'
 
@@ -83,6 +84,34 @@ describe.each(POOLED)('%s transport', (isolation) => {
       const tally = await run({ agentOptions: { provider: 'chunks' } })
       const sent = (tally.events.find((e) => e.type === 'tool/result')!.data as { value: { texts: number; text: number; whole: number } }).value
       expect(sent).toEqual({ texts: 3 * children + 1, text: 0, whole: 0 })
+    })
+
+    it("a host model's text deltas to many children on one runner cross side by side in a frame's rpc/texts, and each child streams its own, in order", async () => {
+      const children = 300
+      const { host, parent, run } = workerHost([], { pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: children } })
+      // Each child's first delta comes alone in its call's stream; the rest once every child has streamed its first.
+      const wave = gate()
+      const waves: Model = {
+        async *stream(request) {
+          const i = textOf(request.messages.find((message) => message.role === 'user')!.content)
+          yield { type: 'text-delta', text: `${i}.0 ` }
+          await wave.promise
+          yield* textResponse(`${i}.1`)
+        },
+      }
+      host.models.register('waves', waves)
+      const runs = await Promise.all(Array.from({ length: children }, (_, i) => host.spawn.start({ prompt: String(i), parent, agentOptions: { provider: 'waves' } })))
+      await Promise.all(runs.map((child) => eventOf(child, 'assistant/chunk')))
+      wave.open()
+      for (const [i, child] of runs.entries()) {
+        expect(await child.result).toMatchObject({ output: [{ type: 'text', text: `${i}.0 ${i}.1` }], stopReason: 'completed' })
+        expect(streamedRuns(host.agents.get(child.id)!.session.events)).toEqual([`${i}.0 ${i}.1`])
+        await child.dispose()
+      }
+      // Every first delta crossed in a frame's rpc/texts, none alone (the second rode its call's result).
+      host.models.register('deltas', new ScriptedModel([toolCallResponse('d', 'deltas_received', {}), textResponse('counted')]))
+      const { events } = await run({ agentOptions: { provider: 'deltas' } })
+      expect((events.find((e) => e.type === 'tool/result')!.data as { value: unknown }).value).toEqual({ texts: children, alone: 0 })
     })
   })
 
