@@ -11,7 +11,8 @@
  *              wait (BullMQ's moveToWait, before anything of its child was asked for) for another
  *              node, and that level's Worker pauses until the node has room again. Its
  *              concurrency is never lowered instead: BullMQ would not fetch again when it is
- *              raised until a job it holds settles, and it refuses zero.
+ *              raised until a job it holds settles, and it refuses zero. A job the node took and
+ *              shut down before asking its host for goes back to wait the same way.
  *   Redis      reaching it at start is bounded by `redisTimeoutMs`; a dropped frame connection
  *              ends every host link; errors outside any child are logged once each.
  */
