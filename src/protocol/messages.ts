@@ -33,6 +33,7 @@ import { anything, arrayOf, boolean, closed, count, ref, string, union, variant,
 import { KnownSessionEvent, type KnownSessionEventSchema, type SessionEvent } from './shapes/session.js'
 import type { StreamChunkSchema } from './shapes/stream.js'
 import { share } from './validate.js'
+import { sideBySide } from './outbox.js'
 
 /** Bumped whenever a message or the remote envelope (src/remote/envelope.ts) changes shape: both ends must speak the same version. */
 export const PROTOCOL_VERSION = 16
@@ -150,6 +151,26 @@ export const RunnerMessage = {
 } as const
 export type RunnerMessageSchema = typeof RunnerMessage
 export type RunnerMessage = Wire<RunnerMessageSchema, [ContentBlockSchema, KnownSessionEventSchema]>
+
+type TextsMessage = Extract<RunnerMessage, { type: 'texts' }>
+/** The messages of a frame, as far as flatEvents reads them. */
+type Relayed = { type: string; child?: string; events?: unknown[] }
+
+/**
+ * A frame with its text-only `events` messages side by side in one `texts`, at the first one's
+ * place, each child's messages in their order: a node relays each of its threads' `texts` one
+ * events message a child, which the host would clone and check an object each.
+ */
+export function flatEvents<M extends Relayed>(frame: M[]): Array<M | TextsMessage> {
+  return sideBySide(frame, joinTextEvents, (texts: string[]): TextsMessage => ({ type: 'texts', texts }))
+}
+
+function joinTextEvents(message: Relayed, texts: string[]): boolean {
+  const { events } = message
+  if (message.type !== 'events' || !events!.every((event) => typeof event === 'string')) return false
+  for (const text of events as string[]) texts.push(message.child!, text)
+  return true
+}
 
 share(HostMessage, RunnerMessage)
 export const HostFrame = { type: 'array', minItems: 1, items: ref(HostMessage.$id) } as const

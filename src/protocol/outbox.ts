@@ -134,3 +134,29 @@ function run<T>(code: () => T): Promise<Awaited<T>> {
     return Promise.reject(error)
   }
 }
+
+/**
+ * A frame with the messages `join` takes laid side by side in one list message (`listOf`), at
+ * the first one's place: `join` pushes a message's items onto the list and says whether it took
+ * it. A message is offered only while nothing else of its child came after the list's place, so
+ * each child's messages keep their order. A frame with nothing taken is returned as it is.
+ */
+export function sideBySide<M extends { child?: string }, I, L>(frame: M[], join: (message: M, items: I[]) => boolean, listOf: (items: I[]) => L): Array<M | L> {
+  const items: I[] = []
+  /** From the first message taken on: the frame as it goes, and the children with a message after the list's place. */
+  let flat: { messages: Array<M | L>; after: Set<string | undefined> } | undefined
+  for (let i = 0; i < frame.length; i++) {
+    const message = frame[i]!
+    if (!flat?.after.has(message.child) && join(message, items)) {
+      if (!flat) {
+        const messages: Array<M | L> = frame.slice(0, i)
+        messages.push(listOf(items))
+        flat = { messages, after: new Set() }
+      }
+    } else if (flat) {
+      flat.after.add(message.child)
+      flat.messages.push(message)
+    }
+  }
+  return flat?.messages ?? frame
+}

@@ -9,7 +9,7 @@
  */
 import { fromWireError, toWireError, WireError } from './shapes/error.js'
 import { ToolRef } from './shapes/model.js'
-import type { Sink } from './outbox.js'
+import { sideBySide, type Sink } from './outbox.js'
 import { anything, arrayOf, boolean, closed, object, ref, string, variant, type Wire } from './schema.js'
 import { StreamChunk, type StreamChunkSchema } from './shapes/stream.js'
 import { ProtocolError, validator, type Validator } from './validate.js'
@@ -254,27 +254,17 @@ type Flattened = { type: string; child?: string; call?: number; chunks?: unknown
 
 /**
  * A frame with its lone-text `rpc/chunks` messages (S9's fan-in sends one a child and delta) side
- * by side in one `rpc/texts`, at the first one's place. A delta joins the list only while nothing
- * else of its child came after that place, so each child's messages keep their order.
+ * by side in one `rpc/texts`, at the first one's place, each child's messages in their order.
  */
 export function flatTexts<M extends Flattened>(frame: M[]): Array<M | FlatTexts> {
-  /** From the first lone delta on: the frame as it goes, the list, and the children with a message after the list's place. */
-  let flat: { messages: Array<M | FlatTexts>; texts: FlatTexts['texts']; after: Set<string | undefined> } | undefined
-  for (let i = 0; i < frame.length; i++) {
-    const message = frame[i]!
-    const text = message.type === 'rpc/chunks' && message.chunks!.length === 1 ? message.chunks![0] : undefined
-    if (typeof text === 'string' && !flat?.after.has(message.child)) {
-      if (!flat) {
-        const texts: FlatTexts['texts'] = []
-        flat = { messages: [...frame.slice(0, i), { type: 'rpc/texts', texts }], texts, after: new Set() }
-      }
-      flat.texts.push(message.child!, message.call!, text)
-    } else if (flat) {
-      flat.after.add(message.child)
-      flat.messages.push(message)
-    }
-  }
-  return flat?.messages ?? frame
+  return sideBySide(frame, joinLoneText, (texts: FlatTexts['texts']): FlatTexts => ({ type: 'rpc/texts', texts }))
+}
+
+function joinLoneText(message: Flattened, texts: FlatTexts['texts']): boolean {
+  const text = message.type === 'rpc/chunks' && message.chunks!.length === 1 ? message.chunks![0] : undefined
+  if (typeof text !== 'string') return false
+  texts.push(message.child!, message.call!, text)
+  return true
 }
 
 /**

@@ -7,7 +7,7 @@
  * `hostSilenceMs` (by the node's SilenceJudge) is gone (killed, or cut off): its children are let go, since nobody is left to read them.
  */
 import { Outbox } from '../protocol/outbox.js'
-import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
+import { childOf, flatEvents, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
 import { forEachText } from '../protocol/rpc.js'
 import { isHostFrame } from '../protocol/validators.js'
 import { toWireError } from '../protocol/shapes/error.js'
@@ -90,7 +90,7 @@ export class HostLink implements HostEnd {
     this.welcome = new Promise((resolve, reject) => ((this.#welcomed = resolve), (this.#refused = reject)))
     this.welcome.catch(() => {})
     this.#outbox = new Outbox<NodeMessage>({
-      send: options.send,
+      send: (frame) => options.send(flatEvents(frame)),
       ownerOf: childOf,
       unsendable: (message, error) => this.#children.get(childOf(message) ?? '')?.end({ stopReason: 'error', diagnostic: `a '${message.type}' message could not be sent by ${this.label}: ${String(error)}` }),
       riders: () => this.#roomWords(),

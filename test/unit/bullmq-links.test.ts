@@ -64,6 +64,28 @@ describe("a node's link to a host", () => {
     expect(ended()).toBe(true)
   })
 
+  it("sends the host its children's text-only events side by side in one 'texts', each child's messages in their order", async () => {
+    const { link, frames } = hostLink()
+    await turn()
+    const created = { type: 'created', child: 'b' } as const
+    const event = { seq: 3, type: 'turn/end', data: { reason: { kind: 'completed' } } } as const
+    link.send({ type: 'events', child: 'a', events: ['one', 'two'] })
+    link.send(created)
+    link.send({ type: 'events', child: 'b', events: ['uno'] })
+    link.send({ type: 'events', child: 'a', events: ['three', event] })
+    link.send({ type: 'events', child: 'a', events: ['four'] })
+    link.send({ type: 'events', child: 'c', events: ['eins'] })
+    await turn()
+    // b's text comes after its created: the list sits at a's first place, before it, so b's stays apart; so do a's after its mixed message.
+    expect(frames.at(-1)).toEqual([
+      { type: 'texts', texts: ['a', 'one', 'a', 'two', 'c', 'eins'] },
+      created,
+      { type: 'events', child: 'b', events: ['uno'] },
+      { type: 'events', child: 'a', events: ['three', event] },
+      { type: 'events', child: 'a', events: ['four'] },
+    ])
+  })
+
   const create = (child: string, delegationDepth = 1) => ({ type: 'create', child, spec: { id: child, header: { id: child, createdAt: 'now', delegationDepth }, options: {}, seed: [], descriptor: { mode: 'one-shot', provider: 'spawn' } }, hostModels: [], hostTools: [] }) as const
   const welcome = { type: 'welcome', v: PROTOCOL_VERSION, config: { maxParallelToolCalls: 3 } } as const
 

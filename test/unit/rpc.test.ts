@@ -1,5 +1,6 @@
 /** The typed RPC in src/protocol: per-child ids, streamed chunks, payloads checked by the server, abort crossing as a reason, no hung call on close. */
 import { describe, expect, it } from 'vitest'
+import { flatEvents } from '../../dist/protocol/messages.js'
 import { flatTexts, forEachText, RpcClient, RpcServer, type RpcHandlers, type RpcReply } from '../../dist/protocol/rpc.js'
 import type { RunnerMessage } from '../../dist/protocol/messages.js'
 
@@ -190,5 +191,26 @@ describe("a frame's lone text deltas, side by side in one rpc/texts", () => {
       expect(error).toMatchObject({ name: 'ProtocolError', message: `the host sent an 'rpc/texts' message whose ${texts.length} items are not a child, a call and a text each` })
     }
     expect(read).toHaveLength(2)
+  })
+})
+
+describe("a frame's text-only events, side by side in one texts (a node's relay)", () => {
+  const events = (child: string, ...events: unknown[]) => ({ type: 'events', child, events })
+
+  it("lays each text of every text-only events message in one list at the first one's place; others keep theirs", () => {
+    const pong = { type: 'pong', n: 1 }
+    const mixed = events('c', 'x', { seq: 1, type: 'turn/end', data: {} })
+    const frame = [pong, events('a', 'one', 'two'), mixed, events('b', 'uno'), { type: 'idle', child: 'd', events: ['last'] }]
+    expect(flatEvents(frame)).toEqual([pong, { type: 'texts', texts: ['a', 'one', 'a', 'two', 'b', 'uno'] }, mixed, frame[4]])
+  })
+
+  it("keeps a child's texts apart once anything else of that child came after the list's place", () => {
+    const frame = [events('a', 'one'), { type: 'rpc/call', child: 'a' }, events('a', 'two'), events('b', 'uno')]
+    expect(flatEvents(frame)).toEqual([{ type: 'texts', texts: ['a', 'one', 'b', 'uno'] }, frame[1], frame[2]])
+  })
+
+  it('returns a frame with no text-only events as it is', () => {
+    const frame = [events('a', { seq: 0, type: 'turn/start', data: {} }), { type: 'created', child: 'b' }]
+    expect(flatEvents(frame)).toBe(frame)
   })
 })
