@@ -163,9 +163,10 @@ describe.each(POOLED)('%s transport', (isolation) => {
       expect(second.result).toEqual({ output: [{ type: 'text', text: 'fine' }], usage: { inputTokens: 0, outputTokens: 2 }, totalUsage: { inputTokens: 0, outputTokens: 2 }, stopReason: 'completed' })
       const secondThread = (second.events.find((e) => e.type === 'tool/result')!.data as { value: number }).value
       expect(secondThread).not.toBe(firstThread)
-      // abortGraceMs (200) + 1 s of silence, then a fresh thread; generous for a loaded machine.
+      // abortGraceMs (200) + 1 s of silence, then a fresh thread. No upper bound: without the
+      // heartbeat the start would wait for good and the test's own timeout ends it; a loaded
+      // machine took 7.8 s here.
       expect(elapsed).toBeGreaterThan(1200)
-      expect(elapsed).toBeLessThan(6000)
       expect(host.agents.list()).toHaveLength(1)
     })
 
