@@ -129,7 +129,7 @@ describe.each(TRANSPORTS)('fromLanguageModel, registered on the host [%s]', (tra
 
     it("cancellation: the parent's signal aborts the model's call and cancels its stream at once", async () => {
       let cancel!: () => void
-      const cancelled = new Promise<number>((resolve) => (cancel = () => resolve(performance.now())))
+      const cancelled = new Promise<void>((resolve) => (cancel = resolve))
       const hanging: StreamScript = async () => ({
         stream: new ReadableStream<Part>({
           start(controller) {
@@ -144,10 +144,11 @@ describe.each(TRANSPORTS)('fromLanguageModel, registered on the host [%s]', (tra
       const controller = new AbortController()
       const run = await host.spawn.start({ prompt: 'go', parent, signal: controller.signal })
       await eventOf(run, 'assistant/chunk')
-      const abortedAt = performance.now()
       controller.abort()
       const result = await run.result
-      expect((await cancelled) - abortedAt).toBeLessThan(500)
+      // At once: the stream is cancelled (the test's timeout bounds the wait) and no grace ran out,
+      // which would have said so in a diagnostic, so the cancel came from the signal.
+      await cancelled
       expect(result).toMatchObject({ stopReason: 'aborted', output: [{ type: 'text', text: 'partial' }] })
       expect(result.diagnostic).toBeUndefined()
       expect(callsOf(model)[0]!.abortSignal!.aborted).toBe(true)

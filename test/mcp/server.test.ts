@@ -109,7 +109,9 @@ describe('mcpServer', () => {
     const end = await ended
     expect(end.stopReason).toBe('aborted')
     expect(end.diagnostic).toContain(`did not stop within abortGraceMs (${GRACE_MS} ms)`)
-    expect(Date.now() - cancelledAt).toBeLessThan(GRACE_MS + 2000)
+    // The grace was given in full first; beyond a runaway bound, how late the stop lands is the machine's load.
+    expect(Date.now() - cancelledAt).toBeGreaterThanOrEqual(GRACE_MS - 2)
+    expect(Date.now() - cancelledAt).toBeLessThan(GRACE_MS + 10_000)
   })
 
   it('sends the child\'s progress when the client asks for it', async () => {

@@ -44,8 +44,10 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
       { type: 'text', text: 'spinning now' },
       { type: 'tool-call', id: 'c1', name: 'spin', arguments: '{}' },
     ])
-    // Generous bound: grace (200 ms) plus a margin for a loaded machine.
-    expect(elapsed).toBeLessThan(200 + 1500)
+    // The grace was given in full before the runner was stopped (a timer may fire a tick early).
+    // No upper bound beyond a runaway one: how late the stop lands is the machine's load.
+    expect(elapsed).toBeGreaterThanOrEqual(200 - 2)
+    expect(elapsed).toBeLessThan(200 + 10_000)
     await run.dispose()
   })
 
