@@ -5,6 +5,8 @@
  */
 import { availableParallelism } from 'node:os'
 import { createHost, ScriptedModel, type Agent, type ChildLimits, type Host, type PoolOptions, type ScriptEntry, type SubagentResult, type SubagentRun } from '../../index.js'
+import type { StreamChunk } from '../../protocol/shapes/stream.js'
+import { sleep as abortableSleep } from '../../agent/models/sleep.js'
 import { BENCH_MODULE } from './module-url.js'
 import type { RemoteRig } from './remote.js'
 import type { Mode } from './types.js'
@@ -89,18 +91,45 @@ export function withProvider(bench: BenchHost, provider: string, model = 'script
   return { ...bench, parent: bench.host.createAgent({ options: { provider, model } }) }
 }
 
+/** One model step of a child's turn: its answer, after `delayMs` of model latency where given. */
+export type Step = StreamChunk[] | { delayMs: number; chunks: StreamChunk[] }
+
 /**
- * Registers a fresh ScriptedModel for one phase of `count` delegations, each taking `steps`
- * (one script entry per model request), and returns a function that unregisters it. A fresh
- * model per phase keeps the requests it records from piling up across the whole run.
+ * Registers a fresh ScriptedModel for one phase of `count` delegations, each taking `steps` (one
+ * entry per model request: any entry when it is the only one, else a list of steps), and returns
+ * a function that unregisters it. A fresh model per phase keeps the requests it records from
+ * piling up across the whole run.
  */
-export function useScript(bench: BenchHost, count: number, steps: ScriptEntry[]): { model: ScriptedModel; done(): void } {
+export function useScript(bench: BenchHost, count: number, steps: readonly [ScriptEntry] | readonly Step[]): { model: ScriptedModel; done(): void } {
   if (bench.variant === 'workerModuleModel') return { model: new ScriptedModel([]), done() {} }
+  let perChild: readonly ScriptEntry[] = steps
+  if (steps.length > 1) {
+    const own = ownStep(steps as readonly Step[])
+    perChild = steps.map(() => own)
+  }
   const script: ScriptEntry[] = []
-  for (let i = 0; i < count; i++) script.push(...steps)
+  for (let i = 0; i < count; i++) script.push(...perChild)
   const model = new ScriptedModel(script)
   const done = bench.host.models.register(MODEL, model)
   return { model, done }
+}
+
+/**
+ * Concurrent children's requests reach the one model in whatever order their runners send them,
+ * and a script is read in that order: taken as it comes, one child's first request could get
+ * another's last step, so a child ran the tool twice, or never, and the work per child (and how
+ * evenly it spreads over runners) depended on the transport's timing. Each request gets the step
+ * its own child is at instead: how many answers its conversation already holds.
+ */
+function ownStep(steps: readonly Step[]): ScriptEntry {
+  return async (request) => {
+    const answered = request.messages.reduce((n, message) => (message.role === 'assistant' ? n + 1 : n), 0)
+    const step = steps[answered]
+    if (step === undefined) throw new Error(`a bench child asked for model step ${answered + 1} of ${steps.length}`)
+    if (Array.isArray(step)) return step
+    await abortableSleep(step.delayMs, request.signal)
+    return step.chunks
+  }
 }
 
 let sequence = 0

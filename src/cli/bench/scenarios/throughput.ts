@@ -5,8 +5,8 @@
  * node processes: a transport's rate is worth less if it burns more cores to get there); rounds
  * take the transports in turn. The remote rounds also read the Redis server's CPU, apart.
  */
-import { textResponse, toolCallResponse, type PoolOptions, type ScriptEntry } from '../../../index.js'
-import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost, type Variant } from '../harness.js'
+import { textResponse, toolCallResponse, type PoolOptions } from '../../../index.js'
+import { benchHost, defaultThreads, delegate, HOST_MODEL, saturate, useScript, type BenchHost, type Step, type Variant } from '../harness.js'
 import { runnerPids } from '../runners.js'
 import { summarize, figure } from '../measure/stats.js'
 import type { ByVariant, ScenarioResult } from '../types.js'
@@ -18,7 +18,7 @@ interface Load {
   total: number
   inFlight: number
   rounds: number
-  steps: ScriptEntry[]
+  steps: Step[]
   /** Every runner started up front (minThreads = maxThreads), so the process transport's are all found before the first round. */
   pool: PoolOptions & { maxThreads: number }
   variants: readonly Variant[]
@@ -159,7 +159,7 @@ export const s4: Scenario = {
     const { warmup, total, inFlight, rounds, latencyMs } = context.plan.io
     const pool = threadsFor(inFlight)
     // Two model steps with a (free) module tool between them, each step taking latencyMs on the host.
-    const steps: ScriptEntry[] = [
+    const steps: Step[] = [
       { delayMs: latencyMs, chunks: toolCallResponse('call-1', 'burn', { iterations: 0 }) },
       { delayMs: latencyMs, chunks: textResponse('done') },
     ]
