@@ -14,8 +14,11 @@ export interface Plan {
   throughput: { warmup: number; total: number; inFlight: number; rounds: number }
   /** S4: a model that takes `latencyMs` per step, two steps a delegation. */
   io: { warmup: number; total: number; inFlight: number; latencyMs: number; rounds: number }
-  /** S5 and S6: children each burning `burnMs` of CPU in a module tool. */
-  cpu: { children: number; burnMs: number; rounds: number }
+  /**
+   * S5 and S6: children each burning `burnMs` of CPU in a module tool, after `warmup` delegations
+   * of the same steps with nothing to burn (the runners' own code optimized, as in S3 and S4).
+   */
+  cpu: { warmup: number; children: number; burnMs: number; rounds: number }
   /** S7: live children held on a pending model request while memory is read. */
   memory: { children: number; rounds: number }
   /** S8: spinning children cancelled; `graceMs` is the host's abortGraceMs. */
@@ -37,7 +40,7 @@ export const FULL_PLAN: Plan = {
   latency: { warmup: 300, samples: 2000, batch: 100 },
   throughput: { warmup: 5000, total: 5000, inFlight: 64, rounds: 5 },
   io: { warmup: 3000, total: 5000, inFlight: 1000, latencyMs: 20, rounds: 5 },
-  cpu: { children: 32, burnMs: 50, rounds: 5 },
+  cpu: { warmup: 2000, children: 32, burnMs: 50, rounds: 5 },
   memory: { children: 1000, rounds: 3 },
   abort: { rounds: 10, graceMs: 200 },
   stream: { children: 1000, threads: 3, rounds: 3, chunks: 100, intervalMs: 20 },
@@ -51,7 +54,7 @@ export const QUICK_PLAN: Plan = {
   throughput: { warmup: 50, total: 200, inFlight: 64, rounds: 2 },
   // S3's 64 in flight, not 1,000 (so the remote column keeps S3's nodes): each delegation still waits its 2 × 20 ms.
   io: { warmup: 50, total: 150, inFlight: 64, latencyMs: 20, rounds: 2 },
-  cpu: { children: 4, burnMs: 50, rounds: 2 },
+  cpu: { warmup: 20, children: 4, burnMs: 50, rounds: 2 },
   memory: { children: 100, rounds: 1 },
   abort: { rounds: 1, graceMs: 200 },
   // Fewer children, a quarter of the stream at the same pace: a batch's ideal is 500 ms, not 2 s.

@@ -56,7 +56,7 @@ export const s5: Scenario = {
   label: 'S5/S6 CPU-bound module tools',
   units: (plan) => plan.cpu.rounds * LOCAL_MODES.length + 2,
   async run(context): Promise<ScenarioResult[]> {
-    const { children, burnMs, rounds } = context.plan.cpu
+    const { warmup, children, burnMs, rounds } = context.plan.cpu
     const iterations = calibrate(burnMs)
     const threads = defaultThreads()
     const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: 1 }
@@ -64,8 +64,12 @@ export const s5: Scenario = {
     const walls: Record<LocalMode, number[]> = { inline: [], worker: [], process: [] }
     const delays = {} as Record<LocalMode, Figure>
     try {
-      // Warm-up: every runner imports the module and optimizes the loop before timing.
-      for (const { bench } of hosts) await batch(bench, children, iterations)
+      // Warm-up: every runner imports the module and optimizes its own code (a fresh thread or
+      // process compiles the runner's for its first few hundred children), then the loop.
+      for (const { bench } of hosts) {
+        for (let done = 0; done < warmup; done += children) await batch(bench, children, 0)
+        await batch(bench, children, iterations)
+      }
       context.progress.advance(1)
       // One transport's rounds back to back, so its histogram runs once, without gaps: a
       // re-enabled monitor would count the time it was off as one huge delay.
@@ -92,7 +96,7 @@ export const s5: Scenario = {
     }
 
     const floor = await context.floor.parallelWork({ threads, tasks: children, iterations, rounds })
-    const setup = { children, burnMsPerChild: burnMs, iterationsPerChild: iterations, rounds, steps: 2, pool }
+    const setup = { warmup, children, burnMsPerChild: burnMs, iterationsPerChild: iterations, rounds, steps: 2, pool }
     const inline = figure(walls.inline, 'lower')
     const worker = figure(walls.worker, 'lower')
     const proc = figure(walls.process, 'lower')
