@@ -4,8 +4,7 @@
  * way the scenario expects, since a benchmark of failing runs measures nothing.
  */
 import { availableParallelism } from 'node:os'
-import { createHost, ScriptedModel, type Agent, type ChildLimits, type Host, type PoolOptions, type ScriptEntry, type SubagentResult, type SubagentRun } from '../../index.js'
-import type { StreamChunk } from '../../protocol/shapes/stream.js'
+import { createHost, ScriptedModel, type Agent, type ChildLimits, type Host, type PoolOptions, type ScriptEntry, type StreamChunk, type SubagentResult, type SubagentRun } from '../../index.js'
 import { sleep as abortableSleep } from '../../agent/models/sleep.js'
 import { BENCH_MODULE } from './module-url.js'
 import type { RemoteRig } from './remote.js'
