@@ -263,6 +263,32 @@ describe.concurrent('bench runs', () => {
   // at 20 ms), and the quick plan runs one warm-up (every host at once) and one round of six
   // batches. The margin is for a loaded machine. S9u is the same run with the user-written model
   // (src/cli/bench/user-model.ts) in place of the ScriptedModel: its rows have the same shape.
+  it('bench --quick --only S5,S6 --no-remote takes S5 batch by batch with the bare floor, and S6 in rounds of its own', async () => {
+    const file = join(dir, 'cpu.json')
+    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S5,S6', '--no-remote', '--json', file], {
+      timeout: RUN_MS,
+      env: { ...process.env, NO_COLOR: '1' },
+    })
+    // Every local transport and the floor side by side.
+    expect(stdout).toMatch(new RegExp(String.raw`^S5\s+${MS}\s+${MS}\s+${MS}\s+${MS}\s+[\d.]+×\s+[\d.]+×$`, 'm'))
+    expect(stdout).toMatch(/^S5\s+worker\s+wall <= 1\.05 × floor\s+[\d.]+×\s+(yes|NO)$/m)
+    expect(stdout).toMatch(/^S6\s+worker\s+p99 <= 10 ms\s+[\d.]+ ms\s+(yes|NO)$/m)
+
+    const report = JSON.parse(await readFile(file, 'utf8'))
+    const [s5, s6] = report.scenarios
+    expect([s5.id, s6.id]).toEqual(['S5', 'S6'])
+    expect(s5.setup).toEqual(expect.objectContaining({ warmup: 20, children: 4, rounds: 2, steps: 2 }))
+    // One floor batch a round, taken in turn with the transports' batches.
+    for (const side of ['inline', 'worker', 'process', 'floor']) {
+      expect(s5[side]).toEqual(expect.objectContaining(summary))
+      expect(s5[side].samples).toHaveLength(2)
+    }
+    expect(s5.goals[0].figure).toBeCloseTo(s5.worker.median / s5.floor.median, 6)
+    // S6: each round's own p99 stands in for the samples the histogram does not keep.
+    for (const mode of ['inline', 'worker', 'process']) expect(s6[mode].samples).toHaveLength(2)
+    expect(s6.goals[0]).toEqual(expect.objectContaining({ mode: 'worker', figure: s6.worker.p99, threshold: 10 }))
+  }, TEST_MS)
+
   it.each([
     { only: 'S9', ids: ['S9', 'S9m'], model: /ScriptedModel/ },
     { only: 'S9u', ids: ['S9u', 'S9um'], model: /user-written async generator/ },

@@ -3,7 +3,8 @@
  * measured in the same process run as S1-S3 and with the pool settings the library uses
  * (atomics disabled, same thread count), so a reader sees how much of a delegation's cost is
  * the thread hop itself. Measured lazily, once, whichever of S1-S3 asks first. For S5 the
- * floor is the same CPU work as bare tasks: what this machine's cores give in parallel.
+ * floor is the same CPU work as bare tasks, what this machine's cores give in parallel: a pool
+ * whose batches S5 runs in turn with the transports' own.
  * piscina is a dev dependency, loaded when the floor is first asked for: where it is not
  * installed the floor is skipped (said once) and its figures are absent.
  */
@@ -30,8 +31,14 @@ export interface Floor {
   latency(): Promise<Figure | undefined>
   /** Tasks per second with `inFlight` outstanding. */
   throughput(options: FloorOptions): Promise<Figure | undefined>
-  /** Wall ms for `tasks` bare tasks of `iterations` of work each, all queued at once (the floor of S5). */
-  parallelWork(options: { threads: number; tasks: number; iterations: number; rounds: number }): Promise<Figure | undefined>
+  /** A pool of `threads` bare threads doing S5's CPU work, for batches that take turns with the transports'. */
+  parallelWork(threads: number): Promise<ParallelWork | undefined>
+}
+
+export interface ParallelWork {
+  /** Wall ms for `tasks` bare tasks of `iterations` of work each, all queued at once. */
+  batch(tasks: number, iterations: number): Promise<number>
+  close(): Promise<void>
 }
 
 /**
@@ -128,23 +135,17 @@ export function createFloor(plan: Plan, threads: number, progress: Progress): Fl
           await pool.destroy()
         }
       })()),
-    async parallelWork({ threads, tasks, iterations, rounds }) {
+    async parallelWork(threads) {
       const Pool = await loadPiscina()
-      if (!Pool) return skipped()
+      if (!Pool) return undefined
       const pool = floorPool(Pool, { threads, concurrentTasksPerWorker: 1 })
-      const batch = async () => {
-        const t0 = performance.now()
-        await Promise.all(Array.from({ length: tasks }, () => pool.run({ iterations }, { name: 'burn' })))
-        return performance.now() - t0
-      }
-      try {
-        await batch()
-        const walls: number[] = []
-        for (let r = 0; r < rounds; r++) walls.push(await batch())
-        progress.advance(1)
-        return figure(walls, 'lower')
-      } finally {
-        await pool.destroy()
+      return {
+        async batch(tasks, iterations) {
+          const t0 = performance.now()
+          await Promise.all(Array.from({ length: tasks }, () => pool.run({ iterations }, { name: 'burn' })))
+          return performance.now() - t0
+        },
+        close: () => pool.destroy(),
       }
     },
   }

@@ -1,8 +1,10 @@
 /**
  * S5 and S6 share one workload: a batch of children that each run a module tool burning a
- * calibrated 50 ms of CPU. S5 is the batch's wall time; S6 is how late the host's event loop
- * ran meanwhile (perf_hooks monitorEventLoopDelay). Inline, every burn runs on the host's
- * thread; on workers and child processes the burns run in parallel, off the host's thread.
+ * calibrated 50 ms of CPU. S5 is the batch's wall time, its rounds taking turns with the same
+ * burns as bare piscina tasks (the floor); S6 is how late the host's event loop ran during
+ * rounds of its own, each transport's back to back (perf_hooks monitorEventLoopDelay). Inline,
+ * every burn runs on the host's thread; on workers and child processes the burns run in
+ * parallel, off the host's thread.
  */
 import { availableParallelism } from 'node:os'
 import type { IntervalHistogram } from 'node:perf_hooks'
@@ -51,18 +53,45 @@ function delayFigure(total: IntervalHistogram, roundP99s: number[]): Figure {
   }
 }
 
+/** Each transport's S6 rounds back to back under one monitor, and each round's own p99. */
+async function loopDelays(bench: BenchHost, rounds: number, children: number, iterations: number, advance: () => void): Promise<Figure> {
+  // One monitor for the whole run of rounds: a re-enabled monitor would count the time it was
+  // off as one huge delay.
+  const total = loopMonitor()
+  const p99s: number[] = []
+  total.enable()
+  for (let r = 0; r < rounds; r++) {
+    const round = loopMonitor()
+    round.enable()
+    // Ticks before and after the batch (see loop-delay.ts).
+    await loopTurns()
+    await batch(bench, children, iterations)
+    await loopTurns()
+    round.disable()
+    p99s.push(delayMs(round.percentile(99)))
+    advance()
+  }
+  total.disable()
+  return delayFigure(total, p99s)
+}
+
 export const s5: Scenario = {
   ids: ['S5', 'S6'],
   label: 'S5/S6 CPU-bound module tools',
-  units: (plan) => plan.cpu.rounds * LOCAL_MODES.length + 2,
+  units: (plan) => 1 + plan.cpu.rounds * (1 + LOCAL_MODES.length),
   async run(context): Promise<ScenarioResult[]> {
     const { warmup, children, burnMs, rounds } = context.plan.cpu
     const iterations = calibrate(burnMs)
     const threads = defaultThreads()
     const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: 1 }
     const hosts = LOCAL_MODES.map((mode) => ({ mode, bench: benchHost(mode, { pool }) }))
+    // The same burns as bare piscina tasks: what this machine's cores give at best. Without
+    // piscina (a dev dependency) there is no floor to judge the wall by.
+    const bare = await context.floor.parallelWork(threads)
     const walls: Record<LocalMode, number[]> = { inline: [], worker: [], process: [] }
+    const floorWalls: number[] = []
     const delays = {} as Record<LocalMode, Figure>
+    const advance = () => context.progress.advance(1)
     try {
       // Warm-up: every runner imports the module and optimizes its own code (a fresh thread or
       // process compiles the runner's for its first few hundred children), then the loop.
@@ -70,39 +99,26 @@ export const s5: Scenario = {
         for (let done = 0; done < warmup; done += children) await batch(bench, children, 0)
         await batch(bench, children, iterations)
       }
-      context.progress.advance(1)
-      // One transport's rounds back to back, so its histogram runs once, without gaps: a
-      // re-enabled monitor would count the time it was off as one huge delay.
-      for (const { mode, bench } of hosts) {
-        const total = loopMonitor()
-        const p99s: number[] = []
-        total.enable()
-        for (let r = 0; r < rounds; r++) {
-          const round = loopMonitor()
-          round.enable()
-          // Ticks before and after the batch (see loop-delay.ts).
-          await loopTurns()
-          walls[mode].push(await batch(bench, children, iterations))
-          await loopTurns()
-          round.disable()
-          p99s.push(delayMs(round.percentile(99)))
-          context.progress.advance(1)
-        }
-        total.disable()
-        delays[mode] = delayFigure(total, p99s)
+      await bare?.batch(children, iterations)
+      advance()
+      // S5: the transports and the floor take turns batch by batch, so the machine's drift
+      // over the scenario reaches each of them alike.
+      for (let r = 0; r < rounds; r++) {
+        for (const { mode, bench } of hosts) walls[mode].push(await batch(bench, children, iterations))
+        if (bare) floorWalls.push(await bare.batch(children, iterations))
+        advance()
       }
+      for (const { mode, bench } of hosts) delays[mode] = await loopDelays(bench, rounds, children, iterations, advance)
     } finally {
-      await Promise.all(hosts.map(({ bench }) => bench.host.close()))
+      await Promise.all([...hosts.map(({ bench }) => bench.host.close()), bare?.close()])
     }
 
-    const floor = await context.floor.parallelWork({ threads, tasks: children, iterations, rounds })
+    const floor = floorWalls.length > 0 ? figure(floorWalls, 'lower') : undefined
     const setup = { warmup, children, burnMsPerChild: burnMs, iterationsPerChild: iterations, rounds, steps: 2, pool }
     const inline = figure(walls.inline, 'lower')
     const worker = figure(walls.worker, 'lower')
     const proc = figure(walls.process, 'lower')
     const ratio = ratioOf(worker, inline) ?? Infinity
-    // The floor did the same burns as bare piscina tasks: what this machine's cores give at best.
-    // Without piscina (a dev dependency) there is no floor to judge the wall by.
     const wallGoals = floor ? [ratioGoal('worker', 'wall <= 1.05 × floor', '<=', worker.median / floor.median, 1.05, floor.median)] : []
     const delayGoal = valueGoal('worker', 'p99 <= 10 ms', '<=', delays.worker.p99, 10, 10)
     return [
@@ -129,7 +145,7 @@ export const s5: Scenario = {
       },
       {
         id: 'S6',
-        title: 'host event-loop delay during S5',
+        title: "host event-loop delay during batches of S5's workload",
         metric: `ms of event-loop delay (monitorEventLoopDelay, ${RESOLUTION_MS} ms resolution, period subtracted)`,
         unit: 'ms',
         better: 'lower',
