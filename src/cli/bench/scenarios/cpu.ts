@@ -12,6 +12,7 @@ import { textResponse, toolCallResponse } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, useScript, type BenchHost } from '../harness.js'
 import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../measure/loop-delay.js'
 import { work } from '../work.js'
+import type { ParallelWork } from '../floors/floor.js'
 import { LOCAL_MODES, type Figure, type LocalMode, type ScenarioResult } from '../types.js'
 import { allMet, processRatioOf, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
 import { figure } from '../measure/stats.js'
@@ -87,12 +88,13 @@ export const s5: Scenario = {
     const hosts = LOCAL_MODES.map((mode) => ({ mode, bench: benchHost(mode, { pool }) }))
     // The same burns as bare piscina tasks: what this machine's cores give at best. Without
     // piscina (a dev dependency) there is no floor to judge the wall by.
-    const bare = await context.floor.parallelWork(threads)
+    let bare: ParallelWork | undefined
     const walls: Record<LocalMode, number[]> = { inline: [], worker: [], process: [] }
     const floorWalls: number[] = []
     const delays = {} as Record<LocalMode, Figure>
     const advance = () => context.progress.advance(1)
     try {
+      bare = await context.floor.parallelWork(threads)
       // Warm-up: every runner imports the module and optimizes its own code (a fresh thread or
       // process compiles the runner's for its first few hundred children), then the loop.
       for (const { bench } of hosts) {
