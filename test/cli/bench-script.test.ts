@@ -25,7 +25,10 @@ it.each([
     const results = await Promise.all(Array.from({ length: children }, () => delegate(bench)))
     script.done()
     const byChild = new Map<string, ModelRequest[]>()
-    for (const request of script.model.requests) byChild.set(promptOf(request), [...(byChild.get(promptOf(request)) ?? []), request])
+    for (const request of script.model.requests) {
+      const prompt = promptOf(request)
+      byChild.set(prompt, [...(byChild.get(prompt) ?? []), request])
+    }
     expect(byChild.size).toBe(children)
     for (const requests of byChild.values()) {
       expect(requests.map((request) => request.messages.map((message) => message.role))).toEqual([['user'], ['user', 'assistant', 'tool']])
