@@ -29,6 +29,16 @@ describe('estimatedSize', () => {
     expect(estimatedSize(huge, 1000)).toBeLessThan(1100)
   })
 
+  it('a walk cut short at the limit leaves nothing behind for the next value to count', () => {
+    const value = { text: 'x'.repeat(1000), list: ['a', 'b'] }
+    const fresh = estimatedSize(value, Infinity)
+    // Cut off with values still waiting to be measured: the array [1, 2, 3], then the key 'k'.
+    expect(estimatedSize([[1, 2, 3], { a: 'y'.repeat(500), b: [4, 5] }], 60)).toBe(16 + 2 * 16 + 1 + 16)
+    expect(estimatedSize(new Map([['k', ['v', 'w']]]), 50)).toBe(16 + 2 * 16 + 16)
+    expect(estimatedSize(value, Infinity)).toBe(fresh)
+    expect(fresh).toBe(16 + (4 + 16 + 1000) + (4 + 16) + 2 * (16 + 1))
+  })
+
   it('leaves out the value of an omitted key of the value itself, counting the key as if the value were absent', () => {
     const message = { type: 'events', child: 'c', events: [{ text: 'x'.repeat(1000) }] }
     expect(estimatedSize(message, Infinity, 'events')).toBe(estimatedSize({ ...message, events: undefined }, Infinity))
