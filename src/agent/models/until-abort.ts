@@ -12,26 +12,41 @@ import { describeShape } from '../../protocol/values.js'
 export function untilAbort(stream: AsyncIterable<StreamChunk>, signal: AbortSignal): AsyncIterableIterator<StreamChunk> {
   const iterator = stream[Symbol.asyncIterator]()
   let open = true
-  /** Rejects the pull in flight, if one is. */
-  let stopPull: ((reason: unknown) => void) | undefined
+  /** The pull in flight, if one is: its promise's two ends. */
+  let resolvePull: ((step: IteratorResult<StreamChunk>) => void) | undefined
+  let rejectPull: ((reason: unknown) => void) | undefined
   // Kept here: the signal's own getter is checked for its receiver, and this runs on every chunk.
   let aborted = signal.aborted
   const onAbort = () => {
     aborted = true
-    stopPull?.(signal.reason)
+    if (rejectPull) fail(signal.reason)
   }
   signal.addEventListener('abort', onAbort, { once: true })
   /** The stream is over for this iterator; `early`: before the model finished it, so it is told to return. */
   const close = (early: boolean) => {
     if (!open) return
     open = false
-    stopPull = undefined
     signal.removeEventListener('abort', onAbort)
     if (!early) return
     // Whatever the model answers, or throws, the reader has its own reason to stop.
     try {
       Promise.resolve(iterator.return?.()).catch(() => {})
     } catch {}
+  }
+  // One pair of handlers for every pull (one is in flight at most): no closures made per chunk.
+  // A pull already settled (by an abort) has no ends left, so its model's late answer changes nothing.
+  const fail = (error: unknown) => {
+    const reject = rejectPull
+    resolvePull = rejectPull = undefined
+    close(true)
+    reject?.(error)
+  }
+  const pulled = (step: IteratorResult<StreamChunk>) => {
+    if (typeof step !== 'object' || step === null) return fail(new TypeError(`the model's stream gave ${describeShape(step)} where an iterator result was due`))
+    const resolve = resolvePull
+    resolvePull = rejectPull = undefined
+    if (step.done) close(false)
+    resolve?.(step)
   }
   const over = (): Promise<IteratorResult<StreamChunk>> => Promise.resolve({ done: true, value: undefined })
   return {
@@ -46,17 +61,8 @@ export function untilAbort(stream: AsyncIterable<StreamChunk>, signal: AbortSign
         return Promise.reject(signal.reason)
       }
       return new Promise((resolve, reject) => {
-        const fail = (error: unknown) => {
-          close(true)
-          reject(error)
-        }
-        stopPull = fail
-        const pulled = (step: IteratorResult<StreamChunk>) => {
-          stopPull = undefined
-          if (typeof step !== 'object' || step === null) return fail(new TypeError(`the model's stream gave ${describeShape(step)} where an iterator result was due`))
-          if (step.done) close(false)
-          resolve(step)
-        }
+        resolvePull = resolve
+        rejectPull = reject
         try {
           iterator.next().then(pulled, fail)
         } catch (error) {
