@@ -4,7 +4,7 @@
  * way the scenario expects, since a benchmark of failing runs measures nothing.
  */
 import { availableParallelism } from 'node:os'
-import { createHost, ScriptedModel, type Agent, type ChildLimits, type Host, type PoolOptions, type ScriptEntry, type StreamChunk, type SubagentResult, type SubagentRun } from '../../index.js'
+import { createHost, createMemoryStore, ScriptedModel, type Agent, type ChildLimits, type Host, type PoolOptions, type ScriptEntry, type StreamChunk, type SubagentResult, type SubagentRun } from '../../index.js'
 import { sleep as abortableSleep } from '../../agent/models/sleep.js'
 import { BENCH_MODULE } from './module-url.js'
 import type { RemoteRig } from './remote.js'
@@ -54,6 +54,10 @@ export interface HostSetup {
 export function benchHost(variant: Variant, setup: HostSetup = {}): BenchHost {
   const mode = modeOf(variant)
   const shared = {
+    // Transcripts are kept while their children live and dropped when they are disposed: the
+    // default store keeps every one, and a host of tens of thousands of delegations then grows its
+    // heap with each, so every round would collect a larger heap than the round before it.
+    store: createMemoryStore({ retain: false }),
     ...(setup.abortGraceMs === undefined ? {} : { abortGraceMs: setup.abortGraceMs }),
     ...(setup.limits === undefined ? {} : { limits: setup.limits }),
   }

@@ -38,8 +38,9 @@ export interface Plan {
 
 export const FULL_PLAN: Plan = {
   latency: { warmup: 300, samples: 2000, batch: 100 },
-  throughput: { warmup: 5000, total: 5000, inFlight: 64, rounds: 5 },
-  io: { warmup: 3000, total: 5000, inFlight: 1000, latencyMs: 20, rounds: 5 },
+  // Warm-ups long enough for each runner (a third of the delegations each) to have compiled its code: see BENCHMARKS.md.
+  throughput: { warmup: 20000, total: 5000, inFlight: 64, rounds: 5 },
+  io: { warmup: 20000, total: 5000, inFlight: 1000, latencyMs: 20, rounds: 5 },
   cpu: { warmup: 2000, children: 32, burnMs: 50, rounds: 5 },
   memory: { children: 1000, rounds: 3 },
   abort: { rounds: 10, graceMs: 200 },
