@@ -29,7 +29,7 @@ export const RUNNER_BOUNDS = {
   callsBeyondParallel: 1,
 } as const
 
-/** estimatedSize's stack of values still to measure: it runs to the end without calling out, so one serves every call. */
+/** estimatedSize's stack of values still to measure: it is synchronous and re-entered by nothing it reads, so one serves every call. */
 const stack: unknown[] = []
 
 /** What each value of a frame is counted as, beyond the characters of its strings and keys and the bytes of its buffers. */
@@ -49,33 +49,35 @@ export function estimatedSize(value: unknown, limit: number, omit?: string): num
   const pending = stack
   pending.push(value)
   let top = omit !== undefined
-  while (pending.length > 0 && size <= limit) {
-    const next = pending.pop()
-    if (typeof next === 'string') size += next.length
-    else if (typeof next !== 'object' || next === null) continue
-    else if (ArrayBuffer.isView(next) || next instanceof ArrayBuffer) size += next.byteLength
-    else if (Array.isArray(next) || next instanceof Set) {
-      for (const item of next) {
-        size += VALUE_BYTES
-        if (size > limit) break
-        pending.push(item)
+  try {
+    while (pending.length > 0 && size <= limit) {
+      const next = pending.pop()
+      if (typeof next === 'string') size += next.length
+      else if (typeof next !== 'object' || next === null) continue
+      else if (ArrayBuffer.isView(next) || next instanceof ArrayBuffer) size += next.byteLength
+      else if (Array.isArray(next) || next instanceof Set) {
+        for (const item of next) {
+          size += VALUE_BYTES
+          if (size > limit) break
+          pending.push(item)
+        }
+      } else if (next instanceof Map) {
+        for (const entry of next as Map<unknown, unknown>) {
+          size += 2 * VALUE_BYTES
+          if (size > limit) break
+          pending.push(entry[0], entry[1])
+        }
+      } else {
+        for (const key in next) {
+          size += key.length + VALUE_BYTES
+          if (size > limit) break
+          if (!top || key !== omit) pending.push((next as Record<string, unknown>)[key])
+        }
       }
-    } else if (next instanceof Map) {
-      for (const entry of next as Map<unknown, unknown>) {
-        size += 2 * VALUE_BYTES
-        if (size > limit) break
-        pending.push(entry[0], entry[1])
-      }
-    } else {
-      for (const key in next) {
-        size += key.length + VALUE_BYTES
-        if (size > limit) break
-        if (!top || key !== omit) pending.push((next as Record<string, unknown>)[key])
-      }
+      top = false
     }
-    top = false
+  } finally {
+    pending.length = 0 // what is left unmeasured (past the limit, or after a throw) is neither held nor counted next time
   }
-  pending.length = 0 // what is left unmeasured past the limit is not held
   return size
 }
-
