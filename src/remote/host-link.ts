@@ -6,6 +6,7 @@
  * if it has room. The host pings every link it holds, so a host silent for
  * `hostSilenceMs` (by the node's SilenceJudge) is gone (killed, or cut off): its children are let go, since nobody is left to read them.
  */
+import { setMaxListeners } from 'node:events'
 import { Outbox } from '../protocol/outbox.js'
 import { childOf, flatEvents, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
 import { forEachText } from '../protocol/rpc.js'
@@ -22,7 +23,12 @@ import { subagentError, versionMismatchText } from '../protocol/errors.js'
 /** What a node says to a host: a runner's messages, its takes and its room. */
 export type NodeMessage = RunnerMessage | TakeMessage | RoomMessage
 
-/** What the host gave this node for a job: the child to build, and a signal aborted if the host lets go of it (or the link ends) before it is on a thread. */
+/**
+ * What the host gave this node for a job: the child to build, and a signal aborted if the host
+ * lets go of it (or the link ends) before it is on a thread. The child's own: the link aborts it
+ * when it ends, where `AbortSignal.any` with the link's signal would leave an entry in that
+ * long-lived signal for every child (Node 20 never frees them).
+ */
 export interface Taken {
   create: CreateMessage
   signal: AbortSignal
@@ -86,6 +92,8 @@ export class HostLink implements HostEnd {
     this.host = options.host
     this.label = options.label
     this.#options = options
+    // Its children moving at once each follow it while they wait for a thread (placeUntil, node.ts).
+    setMaxListeners(0, this.#stop.signal)
     this.#heard = options.judge.mark()
     this.welcome = new Promise((resolve, reject) => ((this.#welcomed = resolve), (this.#refused = reject)))
     this.welcome.catch(() => {})
@@ -136,8 +144,7 @@ export class HostLink implements HostEnd {
     if (this.#ended || this.#taking.has(child)) return Promise.resolve(undefined)
     return new Promise((resolve) => {
       const stop = new AbortController()
-      const signal = AbortSignal.any([stop.signal, this.#stop.signal])
-      this.#taking.set(child, { given: false, stop, answer: (create) => resolve(create && { create, signal }) })
+      this.#taking.set(child, { given: false, stop, answer: (create) => resolve(create && { create, signal: stop.signal }) })
       this.#outbox.push({ type: 'take', child, token })
     })
   }
@@ -204,9 +211,14 @@ export class HostLink implements HostEnd {
     if (this.#ended) return
     this.#ended = true
     this.#refused(subagentError('ERR_SUBAGENT_LINK_ENDED', `the link to host ${this.host} ended before it welcomed ${this.label}: ${why}`))
-    this.#stop.abort(subagentError('ERR_SUBAGENT_LINK_ENDED', `the link to host ${this.host} ended: ${why}`))
+    const ended = subagentError('ERR_SUBAGENT_LINK_ENDED', `the link to host ${this.host} ended: ${why}`)
+    this.#stop.abort(ended)
     this.#outbox.close()
-    for (const taking of this.#taking.values()) taking.answer(undefined)
+    // Each child given and not yet on a thread stops waiting for one, with the link's reason.
+    for (const taking of this.#taking.values()) {
+      taking.stop.abort(ended)
+      taking.answer(undefined)
+    }
     this.#taking.clear()
     for (const child of [...this.#children.values()]) child.abandon()
     this.#options.ended(this)
@@ -259,7 +271,7 @@ export class HostLink implements HostEnd {
     this.#placements.set(level, (this.#placements.get(level) ?? 0) + 1)
     const stop = new AbortController()
     this.#taking.set(create.child, { given: true, stop, answer: () => {} })
-    this.#options.placed({ create, signal: AbortSignal.any([stop.signal, this.#stop.signal]) }, level, this)
+    this.#options.placed({ create, signal: stop.signal }, level, this)
   }
 
   /** The host refused a take, or let go of a child it gave before the child reached a thread. */

@@ -25,12 +25,13 @@
  *              `aborted`.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
+import { setMaxListeners } from 'node:events'
 import { hostname } from 'node:os'
 import type { RunnerConfig } from '../protocol/messages.js'
 import { InvalidOptionError, integerOption, MAX_TIMER_MS } from '../parent/options.js'
 import { settingsOf } from '../parent/host/settings.js'
 import type { PoolOptions } from '../parent/types.js'
-import type { Fault } from '../parent/runners/channel.js'
+import type { Fault, RunnerChannel } from '../parent/runners/channel.js'
 import { SilenceJudge } from '../parent/runners/liveness.js'
 import { RunnerPool, type PoolSettings } from '../parent/runners/runner-pool.js'
 import { DEFAULT_ABORT_GRACE_MS } from '../parent/runners/grace.js'
@@ -136,6 +137,8 @@ class RemoteNode implements WorkerNode {
 
   constructor(settings: RemoteNodeSettings, open: OpenNodeBroker) {
     this.#settings = settings
+    // Every placement in flight follows the deadline (placeUntil): many at once is no leak.
+    setMaxListeners(0, this.#deadline.signal)
     this.#judge = new SilenceJudge({ limitMs: settings.hostSilenceMs, intervalMs: HOST_CHECK_MS })
     this.id = settings.id
     this.#label = `node ${settings.id}`
@@ -236,15 +239,16 @@ class RemoteNode implements WorkerNode {
     const pool = this.#poolFor(level, config)
     const graceMs = config.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS
     // A child whose thread went is rebuilt on another thread of this pool, ahead of new starts (CONTRACT.md §8).
-    const placeAgain: PlaceAgain = async (moving, build) => void (await pool.place(AbortSignal.any([moving, link.signal]), build, true))
+    const placeAgain: PlaceAgain = async (moving, build) => void (await placeUntil(pool, moving, link.signal, build, true))
     let child: RelayedChild
     try {
       // One placed directly and still waiting at the shutdown's deadline is refused (its host queues it); a taken one waits for the pool's close.
-      child = await pool.place(direct ? AbortSignal.any([signal, this.#deadline.signal]) : signal, (thread) => {
+      const build = (thread: RunnerChannel) => {
         const relayed = new RelayedChild(create, link, thread, graceMs, placeAgain)
         link.adopt(relayed)
         return relayed
-      })
+      }
+      child = await (direct ? placeUntil(pool, signal, this.#deadline.signal, build) : pool.place(signal, build))
     } catch (error) {
       // Let go by its host (or the link ended): nothing to say. Past the shutdown's deadline: not built, and said so.
       if (!signal.aborted) link.createFailed(create.child, direct && this.#deadline.signal.aborted ? this.#deadline.signal.reason : error)
@@ -338,4 +342,27 @@ class RemoteNode implements WorkerNode {
     if (this.#closing) return
     for (const link of [...this.#links.values()]) link.close(why)
   }
+}
+
+/**
+ * `pool.place`, given up when either signal aborts (with its reason, the first one's if both
+ * have). Not `AbortSignal.any`: the second signal is the link's or the node's, which live as long
+ * as they do, and on Node 20 each `any` of one leaves an entry in it that is never freed (about
+ * 130 bytes a child); on later versions those entries are weak references every collection
+ * walks. The listeners here go when the placement settles.
+ */
+function placeUntil<T>(pool: RunnerPool, first: AbortSignal, second: AbortSignal, build: (thread: RunnerChannel) => T, moved = false): Promise<T> {
+  const either = new AbortController()
+  const onFirst = () => either.abort(first.reason)
+  const onSecond = () => either.abort(second.reason)
+  if (first.aborted) onFirst()
+  else if (second.aborted) onSecond()
+  else {
+    first.addEventListener('abort', onFirst, { once: true })
+    second.addEventListener('abort', onSecond, { once: true })
+  }
+  return pool.place(either.signal, build, moved).finally(() => {
+    first.removeEventListener('abort', onFirst)
+    second.removeEventListener('abort', onSecond)
+  })
 }

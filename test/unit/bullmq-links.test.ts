@@ -5,6 +5,7 @@
  * directly, the node's room as it tells it and as the host counts it, and the host's distrust of
  * a node that speaks of a child it was not given or of room past belief.
  */
+import { getEventListeners } from 'node:events'
 import { serialize } from 'node:v8'
 import { describe, expect, it } from 'vitest'
 import { HostLink, type NodeMessage, type Taken } from '../../dist/remote/host-link.js'
@@ -189,6 +190,38 @@ describe("a node's link to a host", () => {
     const taken = link.take('c', 'lock-token')
     link.close('the host was silent')
     expect(await taken).toBeUndefined()
+  })
+
+  it("a link that ends stops every child given and not yet on a thread, with the link's reason", async () => {
+    const { link, placed } = hostLink()
+    const taking = link.take('t', 'lock-token')
+    link.receive([welcome, create('t'), create('p')])
+    const taken = (await taking)!
+    link.close('the host was silent')
+    for (const { signal } of [taken, placed[0]!.taken]) {
+      expect(signal.aborted).toBe(true)
+      expect(signal.reason).toBe(link.signal.reason)
+    }
+    expect(link.signal.reason).toMatchObject({ code: 'ERR_SUBAGENT_LINK_ENDED', message: 'the link to host h1 ended: the host was silent' })
+  })
+
+  it("children given the node leave nothing on the link's own signal, which lives as long as the link", async () => {
+    // A signal made with AbortSignal.any of the link's stays in the link's set of dependants
+    // (never freed on Node 20): the probe checks this Node keeps that set where it is read.
+    const dependants = (signal: AbortSignal) => {
+      const key = Object.getOwnPropertySymbols(signal).find((symbol) => symbol.description === 'kDependantSignals')
+      return key === undefined ? 0 : (signal as unknown as Record<symbol, Set<unknown>>)[key]!.size
+    }
+    const probe = new AbortController()
+    AbortSignal.any([probe.signal])
+    expect(dependants(probe.signal)).toBe(1)
+    const { link, placed } = hostLink()
+    const takes = Array.from({ length: 20 }, (_, i) => link.take(`t${i}`, 'lock-token'))
+    link.receive([welcome, ...Array.from({ length: 20 }, (_, i) => create(`t${i}`)), ...Array.from({ length: 20 }, (_, i) => create(`p${i}`))])
+    expect((await Promise.all(takes)).every((taken) => taken !== undefined)).toBe(true)
+    expect(placed).toHaveLength(20)
+    expect(dependants(link.signal)).toBe(0)
+    expect(getEventListeners(link.signal, 'abort')).toHaveLength(0)
   })
 
   it('bye ends the link: the host is done with it', () => {
