@@ -1,0 +1,68 @@
+/**
+ * A host-placed model as a runner's loop reads it (src/worker/remote.ts): the call goes out at the
+ * first pull, chunks that came while the loop was busy are read merged, a failed call gives its
+ * chunks first and then its error once, and a stream left before its first pull asks nothing.
+ */
+import { describe, expect, it } from 'vitest'
+import { RpcClient } from '../../dist/protocol/rpc.js'
+import { remoteModel } from '../../dist/worker/remote.js'
+import { ToolTable } from '../../dist/worker/tool-table.js'
+import type { RunnerMessage } from '../../dist/protocol/messages.js'
+
+type CallMessage = Extract<RunnerMessage, { type: 'rpc/call' | 'rpc/cancel' }>
+
+function host() {
+  const sent: CallMessage[] = []
+  const rpc = new RpcClient('c1', { epoch: 0, push: (message: CallMessage) => void sent.push(message) })
+  const model = remoteModel(rpc, 'bench', new ToolTable([]))
+  const stream = model.stream({ model: 'm', messages: [], signal: new AbortController().signal })[Symbol.asyncIterator]()
+  const reply = (chunks: Array<string | { type: 'finish'; reason: 'stop' }>, end?: 'result' | 'error') => {
+    if (end === 'result') rpc.receive({ type: 'rpc/result', child: 'c1', call: 1, value: null, chunks })
+    else if (end === 'error') {
+      if (chunks.length > 0) rpc.receive({ type: 'rpc/chunks', child: 'c1', call: 1, chunks })
+      rpc.receive({ type: 'rpc/error', child: 'c1', call: 1, error: { name: 'Error', message: 'the model failed', code: 'ERR_SUBAGENT_MODEL_STREAM' } })
+    } else rpc.receive({ type: 'rpc/chunks', child: 'c1', call: 1, chunks })
+  }
+  return { sent, stream, reply }
+}
+
+describe("a host model's stream in the runner", () => {
+  it('asks the host at the first pull, not before', async () => {
+    const { sent, stream, reply } = host()
+    expect(sent).toEqual([])
+    const first = stream.next()
+    expect(sent).toMatchObject([{ type: 'rpc/call', child: 'c1', call: 1, method: 'model', payload: { provider: 'bench' } }])
+    reply(['hello'])
+    await expect(first).resolves.toEqual({ done: false, value: { type: 'text-delta', text: 'hello' } })
+  })
+
+  it('reads the text deltas that came while the loop was busy as one chunk, in order with the rest, then ends with the call', async () => {
+    const { stream, reply } = host()
+    const first = stream.next()
+    reply(['a'])
+    await first
+    reply(['b', 'c'])
+    reply([{ type: 'finish', reason: 'stop' }, 'd'], 'result')
+    expect(await stream.next()).toEqual({ done: false, value: { type: 'text-delta', text: 'bc' } })
+    expect(await stream.next()).toEqual({ done: false, value: { type: 'finish', reason: 'stop' } })
+    expect(await stream.next()).toEqual({ done: false, value: { type: 'text-delta', text: 'd' } })
+    expect(await stream.next()).toEqual({ done: true, value: undefined })
+    expect(await stream.next()).toEqual({ done: true, value: undefined })
+  })
+
+  it("a failed call gives the chunks it sent first, then its error once; then the stream is over", async () => {
+    const { stream, reply } = host()
+    const first = stream.next()
+    reply(['partial'], 'error')
+    expect(await first).toEqual({ done: false, value: { type: 'text-delta', text: 'partial' } })
+    await expect(stream.next()).rejects.toMatchObject({ message: 'the model failed', code: 'ERR_SUBAGENT_MODEL_STREAM' })
+    expect(await stream.next()).toEqual({ done: true, value: undefined })
+  })
+
+  it('a stream the loop leaves before its first pull never asks the host', async () => {
+    const never = host()
+    await never.stream.return!()
+    expect(await never.stream.next()).toEqual({ done: true, value: undefined })
+    expect(never.sent).toEqual([])
+  })
+})
