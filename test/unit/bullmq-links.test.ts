@@ -213,7 +213,8 @@ describe("a node's link to a host", () => {
       return key === undefined ? 0 : (signal as unknown as Record<symbol, Set<unknown>>)[key]!.size
     }
     const probe = new AbortController()
-    AbortSignal.any([probe.signal])
+    // Listened to, so that a Node which follows sources lazily follows this one at once.
+    AbortSignal.any([probe.signal]).addEventListener('abort', () => {})
     expect(dependants(probe.signal)).toBe(1)
     const { link, placed } = hostLink()
     const takes = Array.from({ length: 20 }, (_, i) => link.take(`t${i}`, 'lock-token'))
