@@ -3,7 +3,6 @@
  * child's spec, the creation transaction, publication, and the hand-off to a live run. Spawn and
  * fork differ only in the seed.
  */
-import { randomUUID } from 'node:crypto'
 import type { ChildSpec } from '../../agent/child.js'
 import type { AgentOptions } from '../../agent/view.js'
 import type { ChildMode, SessionEvent, SessionHeader } from '../../protocol/shapes/session.js'
@@ -11,7 +10,7 @@ import { Budget } from './budget.js'
 import type { ChildLimits } from './limits.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun } from './run.js'
-import type { SessionWriter } from './stores/store.js'
+import { newSessionId, type SessionWriter } from './stores/store.js'
 import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
 import { ContinuableChild, type ContinuableInit } from './continuable/continuable.js'
 import { ChildWatch, type Mirror } from './watch/watch.js'
@@ -121,7 +120,7 @@ async function publishChild(host: ProviderHost, provider: string, fork: boolean,
   const request = await startRequestOf(given, { mode, fork, persona: host.persona, ready: () => host.ready(), globalToolNames: () => host.globalToolNames() })
   const parentBudget = host.budgets.get(request.parent.id)
   const inherited = Budget.inherit(parentBudget, request.limits, host.limits)
-  const spec = specOf(randomUUID(), request, provider, inherited.limits)
+  const spec = specOf(newSessionId(), request, provider, inherited.limits)
   // Known before the child is built: its host-placed models are metered by it from the first request.
   const budget = new Budget(parentBudget, inherited.limits)
   const built = await build(host, spec, request, budget)

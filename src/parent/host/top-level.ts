@@ -3,7 +3,6 @@
  * store, whose loops run in the host's thread. Each is the root of its delegation tree's budget
  * and the one writer of its transcript.
  */
-import { randomUUID } from 'node:crypto'
 import { DELEGATION_SCOPE } from '../../agent/child.js'
 import { AgentRuntime, type AgentEnvironment } from '../../agent/loop.js'
 import { SECTION_ORDER } from '../../agent/prompt.js'
@@ -11,7 +10,7 @@ import type { Agent, AgentOptions, AgentView } from '../../agent/view.js'
 import type { SessionEvent, SessionHeader } from '../../protocol/shapes/session.js'
 import { Budget } from '../driver/budget.js'
 import { checkLimits, spentInTree, type ChildLimits } from '../driver/limits.js'
-import { checkSessionId, SessionWriter, type SessionStore } from '../driver/stores/store.js'
+import { checkSessionId, newSessionId, SessionWriter, type SessionStore } from '../driver/stores/store.js'
 import { checkAgentOptions, isNonNegativeSafeInteger } from '../options.js'
 import { hostClosed, subagentError } from '../../protocol/errors.js'
 
@@ -56,7 +55,7 @@ export class TopLevelAgents {
   create(init: AgentInit): Agent {
     const { agents } = this.#context
     if (this.#context.closed()) throw hostClosed('create agents')
-    const id = init.id === undefined ? randomUUID() : checkSessionId(init.id)
+    const id = init.id === undefined ? newSessionId() : checkSessionId(init.id)
     if (agents.has(id)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `an agent with id "${id}" already exists on this host`)
     const agentOptions = { ...checkAgentOptions(init.options ?? {}, 'agent options') }
     const limits = checkLimits(init.limits)

@@ -2,6 +2,7 @@
  * Session stores keep transcripts beyond the live registry: a disposed child leaves
  * `host.agents`, never the store. Writes for one session are ordered and batched.
  */
+import { randomUUID } from 'node:crypto'
 import type { SessionEvent, SessionHeader } from '../../../protocol/shapes/session.js'
 import { subagentError, SubagentError } from '../../../protocol/errors.js'
 
@@ -48,6 +49,16 @@ export function checkSessionId(id: unknown): string {
     throw subagentError('ERR_SUBAGENT_SESSION_ID', `session id ${JSON.stringify(id)} is not allowed: use 1 to 200 letters, digits, ".", "_" or "-" (it names a file in an ndjson store)`)
   }
   return id
+}
+
+/**
+ * A new session id: a random UUID, as one flat string. `randomUUID()` returns its string as a
+ * rope of pieces, about 490 bytes that stay so for as long as the id lives (Node 20 and 24);
+ * an id lives as long as its transcript does, and a host keeps every disposed continuable
+ * child's, so it is flattened here (about 65 bytes, 0.1 µs).
+ */
+export function newSessionId(): string {
+  return randomUUID().normalize()
 }
 
 export interface SessionFilter {
