@@ -277,7 +277,9 @@ export class AgentRuntime implements Agent {
     if (tools.length > 0) request.tools = tools.map(toolSchema)
     if (this.options.maxTokens !== undefined) request.maxTokens = this.options.maxTokens
 
-    let text = ''
+    // Joined once at the end: \`+=\` a chunk would keep the answer as a rope of every chunk, as long
+    // as its transcript lives.
+    const texts: string[] = []
     const calls: ToolCallBlock[] = []
     let usage: Usage | undefined
     let finish: FinishReason | undefined
@@ -287,7 +289,7 @@ export class AgentRuntime implements Agent {
         switch (chunk.type) {
           case 'text-delta':
             if (chunk.text === '') break
-            text += chunk.text
+            texts.push(chunk.text)
             this.session.append('assistant/chunk', { chunk: { type: 'text-delta', text: chunk.text } })
             break
           case 'tool-call':
@@ -309,6 +311,7 @@ export class AgentRuntime implements Agent {
     // A stream that just stops may have been cut off: its text and calls cannot be trusted whole.
     if (finish === undefined) return { end: { kind: 'error', message: 'model stream failed: the stream ended without a finish chunk, so the answer may be cut off' } }
 
+    const text = texts.join('')
     const textBlocks: ContentBlock[] = text ? [{ type: 'text', text }] : []
     // A cut-off or refused step never runs its calls (their arguments may be incomplete), so its
     // message keeps only its text.
