@@ -3,18 +3,9 @@
  * not appended one by one, which would keep the answer as a rope of every chunk for as long as
  * its transcript lives.
  */
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
+import { heapAfterCollection } from '../support/heap.js'
 import { createHost, createMemoryStore, type Model, type StreamChunk } from '../../dist/index.js'
-
-setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
-const heapAfterCollection = () => {
-  gc()
-  gc()
-  return process.memoryUsage().heapUsed
-}
 
 const CHUNKS = 2000
 const oneCharacterAtATime: Model = {

@@ -1,16 +1,7 @@
 /** A new session id: a random UUID held as one flat string (src/parent/driver/stores/store.ts). */
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
+import { heapAfterCollection } from '../support/heap.js'
 import { newSessionId } from '../../dist/parent/driver/stores/store.js'
-
-setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
-const heapAfterCollection = () => {
-  gc()
-  gc()
-  return process.memoryUsage().heapUsed
-}
 
 describe('new session ids', () => {
   it('are distinct random UUIDs (version 4)', () => {
