@@ -347,9 +347,9 @@ class RemoteNode implements WorkerNode {
 /**
  * `pool.place`, given up when either signal aborts (with its reason, the first one's if both
  * have). Not `AbortSignal.any`: the second signal is the link's or the node's, which live as long
- * as they do, and on Node 20 each `any` of one leaves an entry in it that is never freed (about
- * 130 bytes a child); on later versions those entries are weak references every collection
- * walks. The listeners here go when the placement settles.
+ * as they do, and on Node 20 each `any` of one leaves an entry in it that is never freed (a
+ * node's heap grew about 150 bytes a child); on later versions those entries are weak references
+ * every collection walks. The listeners here go when the placement settles.
  */
 function placeUntil<T>(pool: RunnerPool, first: AbortSignal, second: AbortSignal, build: (thread: RunnerChannel) => T, moved = false): Promise<T> {
   const either = new AbortController()
