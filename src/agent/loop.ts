@@ -11,7 +11,7 @@ import type { FinishReason, StreamChunk } from '../protocol/shapes/stream.js'
 import { isContentBlock, isStreamChunk, isToolErrorCode } from '../protocol/validators.js'
 import { describeShape, MAX_VALUE_DEPTH, tryClone, withinDepth } from '../protocol/values.js'
 import { messageOf, subagentError } from '../protocol/errors.js'
-import type { Model, ModelRequest } from './models/model.js'
+import { isRecordedOnArrival, type Model, type ModelRequest } from './models/model.js'
 import { Conversation } from './models/conversation.js'
 import { untilAbort } from './models/until-abort.js'
 import type { AgentHooks, ToolResult } from './module.js'
@@ -280,6 +280,7 @@ export class AgentRuntime implements Agent {
     // Joined once at the end: \`+=\` a chunk would keep the answer as a rope of every chunk, as long
     // as its transcript lives.
     const texts: string[] = []
+    const record = !isRecordedOnArrival(model)
     const calls: ToolCallBlock[] = []
     let usage: Usage | undefined
     let finish: FinishReason | undefined
@@ -290,7 +291,7 @@ export class AgentRuntime implements Agent {
           case 'text-delta':
             if (chunk.text === '') break
             texts.push(chunk.text)
-            this.session.append('assistant/chunk', { chunk: { type: 'text-delta', text: chunk.text } })
+            if (record) this.session.append('assistant/chunk', { chunk: { type: 'text-delta', text: chunk.text } })
             break
           case 'tool-call':
             calls.push({ type: 'tool-call', id: chunk.id, name: chunk.name, arguments: chunk.arguments })

@@ -9,11 +9,12 @@
  *               Either side refuses a version it does not speak. The runner then loads the agent
  *               module and says `ready` (a node: once a thread of the host's module said it).
  *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a settlement notice); drop (let go of a child that is not running, or
- *               that broke the protocol); rpc replies (a frame's lone text deltas, of every
- *               child, in one `rpc/texts`). To a node, a create answers its take, or
+ *               that broke the protocol); rpc replies (a frame's text deltas, of every
+ *               child, in one `rpc/texts`; the host records each delta of a host model as the
+ *               child's next event as it sends it, and the runner as it receives it). To a node, a create answers its take, or
  *               places the child there directly on the room it told (see src/remote).
  *               runner: created | create-failed; events (and a frame's text chunks, of every
- *               child, in one `texts`); rpc calls; idle (the one-shot turn is
+ *               child, in one `texts`; never a host model's, which the host recorded); rpc calls; idle (the one-shot turn is
  *               over and the runner let the child go); dropped (after a drop); failed; ended
  *               (a node: the thread it ran on is gone, and why; a movable child waits there for
  *               the host's create or drop).
@@ -36,7 +37,7 @@ import { share } from './validate.js'
 import { sideBySide } from './outbox.js'
 
 /** Bumped whenever a message or the remote envelope (src/remote/envelope.ts) changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 16
+export const PROTOCOL_VERSION = 17
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count

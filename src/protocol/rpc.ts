@@ -3,7 +3,8 @@
  * map, shared by caller and server: each method's payload and result schema give both ends their
  * types, and the server checks every payload before a handler sees it (the host trusts nothing
  * the runner sends). Calls are addressed by child and numbered per child; a model call streams
- * its chunks (consecutive text deltas merged) before its result; an abort crosses as a reason
+ * its chunks before its result, each text delta as it was emitted (the host records each as an
+ * event of the child as it sends it, and the runner as it receives it); an abort crosses as a reason
  * and becomes an aborted signal on the far side; every pending call rejects when the channel
  * closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
  */
@@ -54,8 +55,8 @@ export type RpcCall = Wire<typeof RpcCall>
 export type RpcCancel = Wire<typeof RpcCancel>
 
 /**
- * A streamed chunk as a model call's reply carries it: a text delta as its bare text (consecutive
- * ones merged into one), any other chunk whole. One string crosses where the delta took an object.
+ * A streamed chunk as a model call's reply carries it: a text delta as its bare text, any other
+ * chunk whole. One string crosses where the delta took an object.
  */
 const wireChunks = { type: 'array', items: { anyOf: [string, ref(StreamChunk.$id)] } } as const
 type WireChunk = Wire<(typeof wireChunks)['items'], [StreamChunkSchema]>
@@ -69,7 +70,7 @@ export const RpcChunks = variant('rpc/chunks', { child, call, chunks: { ...wireC
 export const RpcReturn = variant('rpc/result', { child, call, value: anything, chunks: wireChunks }, ['value', 'chunks'])
 export const RpcFailure = variant('rpc/error', { child, call, error: WireError })
 /**
- * Host → runner: a frame's lone text deltas, of every child's model call, side by side (child,
+ * Host → runner: a frame's text deltas, of every child's model call, side by side (child,
  * call, text, child, call, text ...) in one list, where an `rpc/chunks` message a delta cost the
  * clone and the runner's check an object each (see flatTexts).
  */
@@ -148,13 +149,14 @@ export class RpcClient {
 
 export interface CallContext {
   signal: AbortSignal
-  /** Streams a chunk back (model calls); consecutive text deltas cross as one. */
-  emit(chunk: StreamChunk): void
+  /** Streams a chunk back (model calls); false when the call is over or muted, and nothing was sent. */
+  emit(chunk: StreamChunk): boolean
 }
 
 export type RpcHandlers = { [M in RpcMethod]: (payload: RpcPayload<M>, context: CallContext) => Promise<RpcResult<M>> }
 
 interface ActiveCall {
+  method: RpcMethod
   controller: AbortController
   /** The chunks message queued in the sink's current epoch, still open for more chunks (or for the result). */
   open: { message: RpcChunks | RpcReturn; epoch: number } | undefined
@@ -166,6 +168,8 @@ export class RpcServer {
   readonly #sink: Sink<RpcReply>
   readonly #handlers: RpcHandlers
   readonly #active = new Map<number, ActiveCall>()
+  /** Calls of this method stream nothing more (see mute). */
+  #muted: RpcMethod | undefined
 
   constructor(child: string, sink: Sink<RpcReply>, handlers: RpcHandlers) {
     this.#child = child
@@ -191,7 +195,7 @@ export class RpcServer {
     if (!check(message.payload)) {
       return this.#fail(id, new ProtocolError(`invalid payload for rpc method "${message.method}": ${check.explain(message.payload, 'payload')}`))
     }
-    const active: ActiveCall = { controller: new AbortController(), open: undefined }
+    const active: ActiveCall = { method: message.method, controller: new AbortController(), open: undefined }
     this.#active.set(id, active)
     const context: CallContext = { signal: active.controller.signal, emit: (chunk) => this.#emit(id, active, chunk) }
     const handler = this.#handlers[message.method] as (payload: unknown, context: CallContext) => Promise<unknown>
@@ -201,24 +205,31 @@ export class RpcServer {
     )
   }
 
+  /**
+   * Its calls of `method`, running and later ones, stream nothing more from now on (a cancelled
+   * child's model: the host told the caller to stop, which cancels them itself).
+   */
+  mute(method: RpcMethod): void {
+    this.#muted = method
+  }
+
   /** Aborts every call still running (the far side is gone). */
   close(reason: unknown): void {
     for (const { controller } of this.#active.values()) controller.abort(reason)
     this.#active.clear()
   }
 
-  #emit(id: number, active: ActiveCall, chunk: StreamChunk): void {
-    if (this.#active.get(id) !== active || active.controller.signal.aborted) return
+  #emit(id: number, active: ActiveCall, chunk: StreamChunk): boolean {
+    if (this.#active.get(id) !== active || active.controller.signal.aborted || active.method === this.#muted) return false
     const chunks = this.#open(active)?.chunks
-    if (chunks && chunk.type === 'text-delta' && typeof chunks.at(-1) === 'string') {
-      chunks[chunks.length - 1] += chunk.text
-    } else if (chunks) {
+    if (chunks) {
       chunks.push(toWireChunk(chunk))
     } else {
       const message = { type: 'rpc/chunks' as const, child: this.#child, call: id, chunks: [toWireChunk(chunk)] }
       active.open = { message, epoch: this.#sink.epoch }
       this.#sink.push(message)
     }
+    return true
   }
 
   /** The chunks message still queued in this epoch, if any. */
@@ -253,17 +264,16 @@ type FlatTexts = Wire<typeof RpcTexts>
 type Flattened = { type: string; child?: string; call?: number; chunks?: unknown[] }
 
 /**
- * A frame with its lone-text `rpc/chunks` messages (S9's fan-in sends one a child and delta) side
+ * A frame with its text-only `rpc/chunks` messages (S9's fan-in sends one a child and delta) side
  * by side in one `rpc/texts`, at the first one's place, each child's messages in their order.
  */
 export function flatTexts<M extends Flattened>(frame: M[]): Array<M | FlatTexts> {
-  return sideBySide(frame, joinLoneText, (texts: FlatTexts['texts']): FlatTexts => ({ type: 'rpc/texts', texts }))
+  return sideBySide(frame, joinTexts, (texts: FlatTexts['texts']): FlatTexts => ({ type: 'rpc/texts', texts }))
 }
 
-function joinLoneText(message: Flattened, texts: FlatTexts['texts']): boolean {
-  const text = message.type === 'rpc/chunks' && message.chunks!.length === 1 ? message.chunks![0] : undefined
-  if (typeof text !== 'string') return false
-  texts.push(message.child!, message.call!, text)
+function joinTexts(message: Flattened, texts: FlatTexts['texts']): boolean {
+  if (message.type !== 'rpc/chunks' || !message.chunks!.every((chunk) => typeof chunk === 'string')) return false
+  for (const text of message.chunks as string[]) texts.push(message.child!, message.call!, text)
   return true
 }
 

@@ -1,8 +1,9 @@
 /**
  * One child on a runner: built inside the creation transaction, run for its one turn once
  * published, its events queued for the host as they are recorded (one message per frame, its
- * streamed text chunks side by side with the other children's in the frame's texts), its
- * host calls made over the RPC. It lets go of itself when its turn is over (`idle`), or when the
+ * streamed text chunks side by side with the other children's in the frame's texts; a host
+ * model's deltas excepted, which the host recorded as it sent them), its host calls made over
+ * the RPC. It lets go of itself when its turn is over (`idle`), or when the
  * host drops it before it ran.
  */
 import { composeChild, type ComposedChild } from '../agent/child.js'
@@ -54,6 +55,8 @@ export class RunnerChild {
   #composed: ComposedChild | undefined
   /** The types of the next events, which the host recorded itself (a publish: the turn's start and prompt). */
   #hostRecorded: SessionEvent['type'][] = []
+  /** Its model is the host's: the host records its text deltas as it sends them, so they are not sent back. */
+  #hostModel = false
   /**
    * What of this child the current frame holds last: its events message, still open for more
    * events; its chunks in the frame's texts, which may take more; or another message, which no
@@ -76,6 +79,7 @@ export class RunnerChild {
       const { spec } = create
       // Tools and hooks here see a plain view of the child, never the runtime itself.
       const view: AgentView = { id: spec.id, options: spec.options, session: { header: spec.header, events: [] } }
+      this.#hostModel = create.hostModels.includes(spec.options.provider ?? '')
       const composed = composeChild(spec, this.#environment(create, local), view)
       view.session.events = composed.agent.session.events
       composed.agent.session.onAppend((event) => this.#record(event))
@@ -128,7 +132,8 @@ export class RunnerChild {
 
   #environment(create: Create, local: LocalModule): AgentEnvironment {
     const models = new Map<string, Model>(Object.entries(local.models))
-    for (const name of create.hostModels) models.set(name, remoteModel(this.#rpc, name, local.table))
+    const record = (text: string) => this.#composed?.agent.session.append('assistant/chunk', { chunk: { type: 'text-delta', text } })
+    for (const name of create.hostModels) models.set(name, remoteModel(this.#rpc, name, local.table, record))
     // Host tools first, then module tools: the same order the host itself lists them in.
     const tools = new Map<string, ToolDefinition>()
     for (const descriptor of create.hostTools) tools.set(descriptor.name, remoteTool(this.#rpc, descriptor))
@@ -166,6 +171,7 @@ export class RunnerChild {
       if (event.type !== expected) this.fail(new Error(`the child recorded '${event.type}' where the host records '${expected}' for its publish`))
       return
     }
+    if (this.#hostModel && event.type === 'assistant/chunk') return
     const wire = toWire(event)
     const last = this.#lastInFrame()
     if (last?.events) return void last.events.events.push(wire)

@@ -1,5 +1,5 @@
 /** Stand-ins for host-placed models and tools: each call goes to the host over the typed RPC. */
-import type { Model, ModelRequest } from '../agent/models/model.js'
+import { recordsOnArrival, type Model, type ModelRequest } from '../agent/models/model.js'
 import { RenderedValue } from '../agent/tools/tool-call.js'
 import { ToolError, type ToolDefinition } from '../agent/tools/tools.js'
 import type { RemoteToolDescriptor } from '../protocol/shapes/child.js'
@@ -8,8 +8,13 @@ import type { StreamChunk } from '../protocol/shapes/stream.js'
 import { isToolErrorCode } from '../protocol/validators.js'
 import type { ToolTable } from './tool-table.js'
 
-export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable): Model {
-  return {
+/**
+ * `record` records a text delta in the child's session as it arrives: the host recorded it as it
+ * sent it (host-calls.ts), so it does not cross back, and the two records keep the same seqs, an
+ * aborted stream's deltas that the loop never read included.
+ */
+export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable, record: (text: string) => void): Model {
+  return recordsOnArrival({
     async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
       // The host serves the child's model with what it has itself (host-calls.ts): the conversation
       // from its copy of the session, the system prompt it composed, the model id and cap of the
@@ -20,7 +25,12 @@ export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable):
       let wake: (() => void) | undefined
       let done = false
       let failure: { error: unknown } | undefined
-      const call = rpc.call('model', data, { signal, onChunk: (chunk) => (queue.push(chunk), wake?.()) })
+      const onChunk = (chunk: StreamChunk) => {
+        if (chunk.type === 'text-delta' && chunk.text !== '') record(chunk.text)
+        queue.push(chunk)
+        wake?.()
+      }
+      const call = rpc.call('model', data, { signal, onChunk })
       call.then(
         () => ((done = true), wake?.()),
         (error: unknown) => ((failure = { error }), (done = true), wake?.()),
@@ -38,7 +48,7 @@ export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable):
         }
       }
     },
-  }
+  })
 }
 
 /** The next chunk, with every text delta queued right behind it merged in: fewer, larger chunks. */

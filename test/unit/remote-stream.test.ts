@@ -1,10 +1,12 @@
 /**
  * A host-placed model as a runner's loop reads it (src/worker/remote.ts): the call goes out at the
- * first pull, chunks that came while the loop was busy are read merged, a failed call gives its
- * chunks first and then its error once, and a stream left before its first pull asks nothing.
+ * first pull, each text delta is recorded as it arrives (the host recorded it as it sent it), chunks
+ * that came while the loop was busy are read merged, a failed call gives its chunks first and then
+ * its error once, and a stream left before its first pull asks nothing.
  */
 import { describe, expect, it } from 'vitest'
 import { RpcClient } from '../../dist/protocol/rpc.js'
+import { isRecordedOnArrival } from '../../dist/agent/models/model.js'
 import { remoteModel } from '../../dist/worker/remote.js'
 import { ToolTable } from '../../dist/worker/tool-table.js'
 import type { RunnerMessage } from '../../dist/protocol/messages.js'
@@ -14,8 +16,10 @@ type CallMessage = Extract<RunnerMessage, { type: 'rpc/call' | 'rpc/cancel' }>
 function host() {
   const sent: CallMessage[] = []
   const rpc = new RpcClient('c1', { epoch: 0, push: (message: CallMessage) => void sent.push(message) })
-  const model = remoteModel(rpc, 'bench', new ToolTable([]))
-  const stream = model.stream({ model: 'm', messages: [], signal: new AbortController().signal })[Symbol.asyncIterator]()
+  const recorded: string[] = []
+  const model = remoteModel(rpc, 'bench', new ToolTable([]), (text) => recorded.push(text))
+  const abort = new AbortController()
+  const stream = model.stream({ model: 'm', messages: [], signal: abort.signal })[Symbol.asyncIterator]()
   const reply = (chunks: Array<string | { type: 'finish'; reason: 'stop' }>, end?: 'result' | 'error') => {
     if (end === 'result') rpc.receive({ type: 'rpc/result', child: 'c1', call: 1, value: null, chunks })
     else if (end === 'error') {
@@ -23,7 +27,7 @@ function host() {
       rpc.receive({ type: 'rpc/error', child: 'c1', call: 1, error: { name: 'Error', message: 'the model failed', code: 'ERR_SUBAGENT_MODEL_STREAM' } })
     } else rpc.receive({ type: 'rpc/chunks', child: 'c1', call: 1, chunks })
   }
-  return { sent, stream, reply }
+  return { sent, stream, reply, recorded, abort, model }
 }
 
 describe("a host model's stream in the runner", () => {
@@ -57,6 +61,29 @@ describe("a host model's stream in the runner", () => {
     expect(await first).toEqual({ done: false, value: { type: 'text-delta', text: 'partial' } })
     await expect(stream.next()).rejects.toMatchObject({ message: 'the model failed', code: 'ERR_SUBAGENT_MODEL_STREAM' })
     expect(await stream.next()).toEqual({ done: true, value: undefined })
+  })
+
+  it('records each non-empty text delta as it arrives, before the loop reads it, and the loop does not record it again', async () => {
+    const { stream, reply, recorded, model } = host()
+    expect(isRecordedOnArrival(model)).toBe(true)
+    const first = stream.next()
+    reply(['a', '', 'b'])
+    expect(recorded).toEqual(['a', 'b'])
+    await first
+    reply([{ type: 'finish', reason: 'stop' }, 'c'], 'result')
+    expect(recorded).toEqual(['a', 'b', 'c'])
+  })
+
+  it('deltas that arrived before an abort are recorded though the loop never reads them; the call is cancelled', async () => {
+    const { sent, stream, reply, recorded, abort } = host()
+    const first = stream.next()
+    reply(['read'])
+    await first
+    reply(['unread'])
+    abort.abort({ kind: 'cancelled' })
+    reply(['late'])
+    expect(recorded).toEqual(['read', 'unread'])
+    expect(sent.map((m) => m.type)).toEqual(['rpc/call', 'rpc/cancel'])
   })
 
   it('a stream the loop leaves before its first pull never asks the host', async () => {

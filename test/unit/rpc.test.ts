@@ -52,20 +52,23 @@ function pair(handlers: Partial<RpcHandlers>) {
 }
 
 describe('rpc', () => {
-  it('streams chunks before the result, consecutive text deltas of one frame crossing as one', async () => {
+  it('streams chunks before the result, each text delta as it was emitted (each is an event the host records), all in one message', async () => {
+    const sent: boolean[] = []
     const { client, frames } = pair({
       async model(_payload, { emit }) {
-        emit({ type: 'text-delta', text: 'a' })
-        emit({ type: 'text-delta', text: 'b' })
-        emit({ type: 'usage', inputTokens: 1, outputTokens: 2 })
-        emit({ type: 'text-delta', text: 'c' })
+        sent.push(emit({ type: 'text-delta', text: 'a' }))
+        sent.push(emit({ type: 'text-delta', text: 'b' }))
+        sent.push(emit({ type: 'usage', inputTokens: 1, outputTokens: 2 }))
+        sent.push(emit({ type: 'text-delta', text: 'c' }))
         return null
       },
     })
     const chunks: unknown[] = []
     const value = await client.call('model', { provider: 'p' }, { onChunk: (chunk) => chunks.push(chunk) })
+    expect(sent).toEqual([true, true, true, true])
     expect(chunks).toEqual([
-      { type: 'text-delta', text: 'ab' },
+      { type: 'text-delta', text: 'a' },
+      { type: 'text-delta', text: 'b' },
       { type: 'usage', inputTokens: 1, outputTokens: 2 },
       { type: 'text-delta', text: 'c' },
     ])
@@ -74,7 +77,7 @@ describe('rpc', () => {
     expect(frames).toHaveLength(1)
     expect(frames[0]!.map((m) => m.type)).toEqual(['rpc/result'])
     // Text deltas cross as their bare text, any other chunk whole.
-    expect(frames[0]![0]).toMatchObject({ chunks: ['ab', { type: 'usage', inputTokens: 1, outputTokens: 2 }, 'c'] })
+    expect(frames[0]![0]).toMatchObject({ chunks: ['a', 'b', { type: 'usage', inputTokens: 1, outputTokens: 2 }, 'c'] })
   })
 
   it('rejects with the remote error, keeping its name and code', async () => {
@@ -158,15 +161,45 @@ describe('rpc', () => {
     server.close({ kind: 'runner-gone' })
     expect(signals.map((s) => s.aborted)).toEqual([true, true])
   })
+
+  it('a muted method streams nothing more, from its running calls and from later ones, and says so; its results and other methods still cross', async () => {
+    let open!: () => void
+    const go = { promise: new Promise<void>((resolve) => (open = resolve)), resolve: () => open() }
+    const emitted: boolean[] = []
+    const { client, server, frames } = pair({
+      async model(_payload, { emit }) {
+        emitted.push(emit({ type: 'text-delta', text: 'before' }))
+        await go.promise
+        emitted.push(emit({ type: 'text-delta', text: 'after' }))
+        return null
+      },
+      async tool() {
+        return { text: 'still served', concluded: false }
+      },
+    })
+    const running: unknown[] = []
+    const first = client.call('model', { provider: 'p' }, { onChunk: (chunk) => running.push(chunk) })
+    await until(() => running.length === 1, 'the first delta')
+    server.mute('model')
+    go.resolve()
+    await expect(first).resolves.toBeNull()
+    const later: unknown[] = []
+    await expect(client.call('model', { provider: 'p' }, { onChunk: (chunk) => later.push(chunk) })).resolves.toBeNull()
+    expect(running).toEqual([{ type: 'text-delta', text: 'before' }])
+    expect(later).toEqual([])
+    expect(emitted).toEqual([true, false, false, false])
+    await expect(client.call('tool', { name: 't', callId: 'x', args: {} })).resolves.toMatchObject({ text: 'still served' })
+    expect(frames.flat().filter((m) => m.type === 'rpc/chunks' || m.type === 'rpc/result').flatMap((m) => m.chunks ?? [])).toEqual(['before'])
+  })
 })
 
-describe("a frame's lone text deltas, side by side in one rpc/texts", () => {
+describe("a frame's text deltas, side by side in one rpc/texts", () => {
   const chunks = (child: string, call: number, ...chunks: unknown[]) => ({ type: 'rpc/chunks', child, call, chunks })
 
-  it("lays every child's lone text delta in one list at the first one's place; the frame's other messages keep theirs", () => {
+  it("lays every child's text deltas in one list at the first one's place, each its own triple; the frame's other messages keep theirs", () => {
     const ping = { type: 'ping', n: 1 }
-    const frame = [ping, chunks('a', 1, 'one'), chunks('b', 4, 'uno'), { type: 'publish', child: 'c', prompt: [] }, chunks('c', 1, 'eins')]
-    expect(flatTexts(frame)).toEqual([ping, { type: 'rpc/texts', texts: ['a', 1, 'one', 'b', 4, 'uno'] }, frame[3], chunks('c', 1, 'eins')])
+    const frame = [ping, chunks('a', 1, 'one', 'two'), chunks('b', 4, 'uno'), { type: 'publish', child: 'c', prompt: [] }, chunks('c', 1, 'eins')]
+    expect(flatTexts(frame)).toEqual([ping, { type: 'rpc/texts', texts: ['a', 1, 'one', 'a', 1, 'two', 'b', 4, 'uno'] }, frame[3], chunks('c', 1, 'eins')])
   })
 
   it("keeps a child's delta apart once anything else of that child came after the list's place: each child's order holds", () => {
@@ -174,7 +207,7 @@ describe("a frame's lone text deltas, side by side in one rpc/texts", () => {
     expect(flatTexts(frame)).toEqual([{ type: 'rpc/texts', texts: ['a', 1, 'one', 'b', 1, 'uno'] }, frame[1], frame[2]])
   })
 
-  it('leaves alone the chunks that are not one text delta, and a result with its chunks; a frame with none is itself', () => {
+  it('leaves alone the chunks that are not all text deltas, and a result with its chunks; a frame with none is itself', () => {
     const usage = chunks('a', 1, { type: 'usage', inputTokens: 1, outputTokens: 1 })
     const two = chunks('b', 1, 'x', { type: 'usage', inputTokens: 1, outputTokens: 1 })
     const result = { type: 'rpc/result', child: 'c', call: 1, chunks: ['last'] }

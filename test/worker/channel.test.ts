@@ -79,11 +79,12 @@ describe.each(POOLED)('%s transport', (isolation) => {
       expect(counted).toBeGreaterThan(0)
       expect(counted).toBeLessThan(children / 5)
       // Each streamed chunk crossed as its bare text, side by side with the other children's in its
-      // frame's texts: the host rebuilt the 3,000 events above (and the counting child's one, its answer).
+      // frame's texts: the host rebuilt the 3,000 events above. The counting child's answer, its
+      // host model's, did not cross back: the host recorded it as it sent it.
       host.models.register('chunks', new ScriptedModel([toolCallResponse('c', 'chunks_sent', {}), textResponse('counted')]))
       const tally = await run({ agentOptions: { provider: 'chunks' } })
       const sent = (tally.events.find((e) => e.type === 'tool/result')!.data as { value: { texts: number; text: number; whole: number } }).value
-      expect(sent).toEqual({ texts: 3 * children + 1, text: 0, whole: 0 })
+      expect(sent).toEqual({ texts: 3 * children, text: 0, whole: 0 })
     })
 
     it("a host model's text deltas to many children on one runner cross side by side in a frame's rpc/texts, and each child streams its own, in order", async () => {
@@ -101,7 +102,10 @@ describe.each(POOLED)('%s transport', (isolation) => {
       }
       host.models.register('waves', waves)
       const runs = await Promise.all(Array.from({ length: children }, (_, i) => host.spawn.start({ prompt: String(i), parent, agentOptions: { provider: 'waves' } })))
+      // The host records each delta as it sends it; the frame carrying them goes at the end of this
+      // turn (the outbox's setImmediate, queued before this one), before the rest is streamed.
       await Promise.all(runs.map((child) => eventOf(child, 'assistant/chunk')))
+      await new Promise((resolve) => setImmediate(resolve))
       wave.open()
       for (const [i, child] of runs.entries()) {
         expect(await child.result).toMatchObject({ output: [{ type: 'text', text: `${i}.0 ${i}.1` }], stopReason: 'completed' })
@@ -112,6 +116,53 @@ describe.each(POOLED)('%s transport', (isolation) => {
       host.models.register('deltas', new ScriptedModel([toolCallResponse('d', 'deltas_received', {}), textResponse('counted')]))
       const { events } = await run({ agentOptions: { provider: 'deltas' } })
       expect((events.find((e) => e.type === 'tool/result')!.data as { value: unknown }).value).toEqual({ texts: children, alone: 0 })
+    })
+  })
+
+  describe("a host model's text, recorded by the host as it sends it", () => {
+    it('never crosses back: the runner sends none of it, and both records keep the same seqs to the end of the turn', async () => {
+      const { host, run } = workerHost([])
+      host.models.register('deltas', new ScriptedModel([[{ type: 'text-delta', text: 'one ' }, { type: 'text-delta', text: '' }, { type: 'text-delta', text: 'two' }, ...textResponse(' three')], toolCallResponse('c', 'chunks_sent', {}), textResponse('counted')]))
+      const streamed = await run({ agentOptions: { provider: 'deltas' } })
+      expect(streamed.result).toMatchObject({ output: [{ type: 'text', text: 'one two three' }], stopReason: 'completed' })
+      // One event a non-empty delta, as inline records them, in sequence with the runner's own events.
+      expect(streamed.events.filter((e) => e.type === 'assistant/chunk').map((e) => (e.data as { chunk: { text: string } }).chunk.text)).toEqual(['one ', 'two', ' three'])
+      expect(streamed.events.map((e) => e.seq)).toEqual(streamed.events.map((_, seq) => seq))
+      const tally = await run({ agentOptions: { provider: 'deltas' } })
+      expect((tally.events.find((e) => e.type === 'tool/result')!.data as { value: unknown }).value).toEqual({ texts: 0, text: 0, whole: 0 })
+    })
+
+    it('a child cancelled mid-stream ends aborted with the text sent before the abort; what its model streams after is neither sent nor recorded', async () => {
+      const { host, parent } = workerHost([])
+      const more = gate()
+      const after: string[] = []
+      const model: Model = {
+        async *stream() {
+          yield { type: 'text-delta', text: 'before the abort' }
+          await more.promise
+          // The host reads on until the runner's cancel reaches it: these come after the abort was sent.
+          for (const text of ['after', 'the', 'abort']) {
+            after.push(text)
+            yield { type: 'text-delta', text }
+          }
+          yield* textResponse('never')
+        },
+      }
+      host.models.register('stream', model)
+      const leaving = new AbortController()
+      const child = await host.spawn.start({ prompt: 'go', parent, signal: leaving.signal, agentOptions: { provider: 'stream' } })
+      await eventOf(child, 'assistant/chunk')
+      leaving.abort(new Error('enough'))
+      more.open()
+      const result = await child.result
+      expect(result.stopReason).toBe('aborted')
+      expect(result.output).toEqual([{ type: 'text', text: 'before the abort' }])
+      expect(after.length).toBeGreaterThan(0) // the model did go on streaming
+      const events = host.agents.get(child.id)!.session.events
+      expect(events.filter((e) => e.type === 'assistant/chunk')).toHaveLength(1)
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, seq) => seq))
+      expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
+      await child.dispose()
     })
   })
 
@@ -234,11 +285,14 @@ describe.each(POOLED)('%s transport', (isolation) => {
       expect(other.requests).toHaveLength(0)
     })
 
-    it('a forged call to the child’s own model is served with the child’s model id, maxTokens, system prompt and conversation: the host’s own', async () => {
+    it('a forged call to the child’s own model is served with the child’s model id, maxTokens, system prompt and conversation: the host’s own; its text is recorded as the child’s, so a runner that kept none of it is refused at its next event', async () => {
       const { run, model } = workerHost([toolCallResponse('f', 'forge', forgedCall({ provider: 'scripted' }, 'model')), textResponse('served'), textResponse('done')])
       const { events, result } = await run({ agentOptions: { provider: 'scripted', model: 'cheap-model', maxTokens: 100 } })
-      expect(result.stopReason).toBe('completed')
-      expect(replyOf(events).type).not.toBe('rpc/error')
+      // The host records a host model's text as it sends it; the forging tool's runner recorded none.
+      const message = events.findIndex((e) => e.type === 'assistant/message')
+      expect(events[message + 1]).toMatchObject({ type: 'assistant/chunk', data: { chunk: { type: 'text-delta', text: 'served' } } })
+      expect(result.stopReason).toBe('error')
+      expect(result.diagnostic).toMatch(protocolError(`event ${message + 1} where event ${message + 2} was due: a gap or a repeat in the child's record`))
       const [own, served] = model.requests
       expect(served).toMatchObject({ model: 'cheap-model', maxTokens: 100 })
       // The prompt the host composed for the child (the delegation scope), as its own first request carried it.
@@ -278,6 +332,17 @@ describe.each(POOLED)('%s transport', (isolation) => {
       const { result } = await run()
       expect(result.stopReason).toBe('error')
       expect(result.diagnostic).toMatch(protocolError('event 999 where event \\d+ was due'))
+    })
+
+    it("a forged text chunk of a child whose model is the host's ends it with a protocol error: only the host records that model's text", async () => {
+      const chunk = "an 'assistant/chunk' event of a host model's stream, which only the host records"
+      for (const frame of [[{ type: 'texts', texts: ['$self', 'forged'] }], [{ type: 'events', child: '$self', events: ['forged'] }]]) {
+        const { run } = workerHost([toolCallResponse('f', 'forge', { frame }), textResponse('done')])
+        const { result, events } = await run()
+        expect(result.stopReason).toBe('error')
+        expect(result.diagnostic).toMatch(protocolError(chunk))
+        expect(events.filter((e) => e.type === 'assistant/chunk')).toEqual([])
+      }
     })
 
     it('a frame that is not a list of messages stops the runner; its children are told why', async () => {

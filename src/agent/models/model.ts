@@ -12,3 +12,20 @@ export interface ModelRequest extends ModelRequestData {
 export interface Model {
   stream(request: ModelRequest): AsyncIterable<StreamChunk>
 }
+
+/**
+ * Models whose text deltas are recorded as they arrive, by the transport that brings them (a
+ * host-placed model on a runner: the host records each delta as it sends it, and the runner as it
+ * receives it, so both copies of the record hold the same chunks at the same seqs). The loop
+ * reads their text but does not record it again.
+ */
+const recordedOnArrival = new WeakSet<Model>()
+
+export function recordsOnArrival<M extends Model>(model: M): M {
+  recordedOnArrival.add(model)
+  return model
+}
+
+export function isRecordedOnArrival(model: Model): boolean {
+  return recordedOnArrival.has(model)
+}

@@ -91,6 +91,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   #rpc: RpcServer
   /** Host calls it may have running at once: its loop's bound, however many its runner sends. */
   readonly #maxCalls: number
+  /** Its provider is a host-placed model: the host records its text deltas (host-calls.ts), the runner sends none. */
+  readonly #hostModel: boolean
   readonly #created = deferred<void>()
   readonly #outcome = deferred<ChildOutcome>()
   #phase: Phase = 'creating'
@@ -109,7 +111,15 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#channel = channel
     this.#options = options
     this.#maxCalls = (channel.config.maxParallelToolCalls ?? 1) + RUNNER_BOUNDS.callsBeyondParallel
-    this.#handlers = hostCalls({ view: mirror.view, spec, placement: options.placement, ledger: this.#ledger, moduleTools: () => this.#channel.moduleTools })
+    this.#hostModel = options.placement.models.has(spec.options.provider ?? '')
+    this.#handlers = hostCalls({
+      view: mirror.view,
+      spec,
+      placement: options.placement,
+      ledger: this.#ledger,
+      moduleTools: () => this.#channel.moduleTools,
+      recordText: (text) => this.#mirror.append(fromWire(text, this.#mirror.view.session.events.length)),
+    })
     this.#rpc = new RpcServer(spec.id, channel.outbox, this.#handlers)
     this.#created.promise.catch(() => {})
     channel.adopt(this)
@@ -166,6 +176,9 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     if (this.#move) return this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the child was cancelled while it was being moved to another runner' } }, 'drop')
     if (this.#phase !== 'running' || this.#grace) return
     this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
+    // Its model stream sends nothing after the abort: every delta the host recorded reaches the
+    // runner before the abort does, so both records end the step with the same chunks.
+    this.#rpc.mute('model')
     this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
   }
 
@@ -273,9 +286,13 @@ export class RemoteChild implements ChildHandle, ChannelChild {
         this.#protocolError(`event ${event.seq} where event ${expected} was due: a gap or a repeat in the child's record`)
         return false
       }
-      // Only the host moves a child, so only the host records a move.
+      // Only the host moves a child, so only the host records a move, and its host model's text.
       if (event.type === 'child/moved') {
         this.#protocolError(`a 'child/moved' event, which only the host records`)
+        return false
+      }
+      if (event.type === 'assistant/chunk' && this.#hostModel) {
+        this.#protocolError(`an 'assistant/chunk' event of a host model's stream, which only the host records`)
         return false
       }
       if (event.type === 'assistant/message') this.#ledger.stepped()
@@ -293,7 +310,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       events: this.#mirror.view.session.events,
       from: this.#spec.header.seedLength ?? 0,
       ledger: this.#ledger,
-      hostModel: this.#options.placement.models.has(this.#spec.options.provider ?? ''),
+      hostModel: this.#hostModel,
       hooks: this.#channel.hooks,
       maxParallel: this.#channel.config.maxParallelToolCalls ?? 1,
       mobility,
