@@ -11,7 +11,9 @@ import type { ToolTable } from './tool-table.js'
 /**
  * `record` records a text delta in the child's session as it arrives: the host recorded it as it
  * sent it (host-calls.ts), so it does not cross back, and the two records keep the same seqs, an
- * aborted stream's deltas that the loop never read included.
+ * aborted stream's deltas that the loop never read included. The loop then reads a delta only to
+ * build its step's message, so deltas do not wake it: they wait, joined, until another chunk
+ * comes or the call ends (one wake-up a step where there was one a delta).
  */
 export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable, record: (text: string) => void): Model {
   return recordsOnArrival({
@@ -21,14 +23,21 @@ export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable, 
       // spec. Only the tools the child sees are the runner's to say.
       const { signal, tools } = request
       const data = tools ? { provider, tools: table.refer(tools) } : { provider }
-      const queue: StreamChunk[] = []
+      /** What came and was not read yet, in order: other chunks, and runs of text deltas. */
+      const queue: Array<StreamChunk | string[]> = []
       let wake: (() => void) | undefined
       let done = false
       let failure: { error: unknown } | undefined
       const onChunk = (chunk: StreamChunk) => {
-        if (chunk.type === 'text-delta' && chunk.text !== '') record(chunk.text)
-        queue.push(chunk)
-        wake?.()
+        if (chunk.type !== 'text-delta') {
+          queue.push(chunk)
+          return wake?.()
+        }
+        if (chunk.text === '') return
+        record(chunk.text)
+        const last = queue.at(-1)
+        if (Array.isArray(last)) last.push(chunk.text)
+        else queue.push([chunk.text])
       }
       const call = rpc.call('model', data, { signal, onChunk })
       call.then(
@@ -36,9 +45,11 @@ export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable, 
         (error: unknown) => ((failure = { error }), (done = true), wake?.()),
       )
       for (;;) {
-        const chunk = next(queue)
-        if (chunk) {
-          yield chunk
+        const item = queue.shift()
+        if (Array.isArray(item)) {
+          yield { type: 'text-delta', text: item.join('') }
+        } else if (item) {
+          yield item
         } else if (done) {
           if (failure) throw failure.error
           return
@@ -49,15 +60,6 @@ export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable, 
       }
     },
   })
-}
-
-/** The next chunk, with every text delta queued right behind it merged in: fewer, larger chunks. */
-function next(queue: StreamChunk[]): StreamChunk | undefined {
-  const chunk = queue.shift()
-  if (chunk?.type !== 'text-delta' || queue[0]?.type !== 'text-delta') return chunk
-  let text = chunk.text
-  while (queue[0]?.type === 'text-delta') text += (queue.shift() as { text: string }).text
-  return { type: 'text-delta', text }
 }
 
 export function remoteTool(rpc: RpcClient, descriptor: RemoteToolDescriptor): ToolDefinition {

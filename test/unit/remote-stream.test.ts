@@ -1,8 +1,9 @@
 /**
  * A host-placed model as a runner's loop reads it (src/worker/remote.ts): the call goes out at the
- * first pull, each text delta is recorded as it arrives (the host recorded it as it sent it), chunks
- * that came while the loop was busy are read merged, a failed call gives its chunks first and then
- * its error once, and a stream left before its first pull asks nothing.
+ * first pull, each text delta is recorded as it arrives (the host recorded it as it sent it) and
+ * waits, joined with the next ones, until another chunk comes or the call ends; a failed call
+ * gives its chunks first and then its error once, and a stream left before its first pull asks
+ * nothing.
  */
 import { describe, expect, it } from 'vitest'
 import { RpcClient } from '../../dist/protocol/rpc.js'
@@ -20,7 +21,7 @@ function host() {
   const model = remoteModel(rpc, 'bench', new ToolTable([]), (text) => recorded.push(text))
   const abort = new AbortController()
   const stream = model.stream({ model: 'm', messages: [], signal: abort.signal })[Symbol.asyncIterator]()
-  const reply = (chunks: Array<string | { type: 'finish'; reason: 'stop' }>, end?: 'result' | 'error') => {
+  const reply = (chunks: Array<string | { type: 'finish'; reason: 'stop' } | { type: 'usage'; inputTokens: number; outputTokens: number }>, end?: 'result' | 'error') => {
     if (end === 'result') rpc.receive({ type: 'rpc/result', child: 'c1', call: 1, value: null, chunks })
     else if (end === 'error') {
       if (chunks.length > 0) rpc.receive({ type: 'rpc/chunks', child: 'c1', call: 1, chunks })
@@ -36,20 +37,26 @@ describe("a host model's stream in the runner", () => {
     expect(sent).toEqual([])
     const first = stream.next()
     expect(sent).toMatchObject([{ type: 'rpc/call', child: 'c1', call: 1, method: 'model', payload: { provider: 'bench' } }])
-    reply(['hello'])
+    reply(['hello'], 'result')
     await expect(first).resolves.toEqual({ done: false, value: { type: 'text-delta', text: 'hello' } })
   })
 
-  it('reads the text deltas that came while the loop was busy as one chunk, in order with the rest, then ends with the call', async () => {
+  it('text deltas do not wake the loop: they wait, joined, until another chunk comes or the call ends, each chunk in its order', async () => {
     const { stream, reply } = host()
-    const first = stream.next()
+    let read: unknown
+    const first = stream.next().then((step) => (read = step))
     reply(['a'])
-    await first
     reply(['b', 'c'])
-    reply([{ type: 'finish', reason: 'stop' }, 'd'], 'result')
-    expect(await stream.next()).toEqual({ done: false, value: { type: 'text-delta', text: 'bc' } })
+    // Every reaction has run by the next turn: the pull is still waiting.
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(read).toBeUndefined()
+    reply([{ type: 'usage', inputTokens: 1, outputTokens: 2 }, 'd'])
+    await first
+    expect(read).toEqual({ done: false, value: { type: 'text-delta', text: 'abc' } })
+    expect(await stream.next()).toEqual({ done: false, value: { type: 'usage', inputTokens: 1, outputTokens: 2 } })
+    reply(['e', { type: 'finish', reason: 'stop' }], 'result')
+    expect(await stream.next()).toEqual({ done: false, value: { type: 'text-delta', text: 'de' } })
     expect(await stream.next()).toEqual({ done: false, value: { type: 'finish', reason: 'stop' } })
-    expect(await stream.next()).toEqual({ done: false, value: { type: 'text-delta', text: 'd' } })
     expect(await stream.next()).toEqual({ done: true, value: undefined })
     expect(await stream.next()).toEqual({ done: true, value: undefined })
   })
@@ -69,15 +76,15 @@ describe("a host model's stream in the runner", () => {
     const first = stream.next()
     reply(['a', '', 'b'])
     expect(recorded).toEqual(['a', 'b'])
-    await first
     reply([{ type: 'finish', reason: 'stop' }, 'c'], 'result')
     expect(recorded).toEqual(['a', 'b', 'c'])
+    expect(await first).toEqual({ done: false, value: { type: 'text-delta', text: 'ab' } })
   })
 
   it('deltas that arrived before an abort are recorded though the loop never reads them; the call is cancelled', async () => {
     const { sent, stream, reply, recorded, abort } = host()
     const first = stream.next()
-    reply(['read'])
+    reply(['read', { type: 'usage', inputTokens: 1, outputTokens: 1 }])
     await first
     reply(['unread'])
     abort.abort({ kind: 'cancelled' })
