@@ -1,7 +1,8 @@
 /**
  * The BullMQ transport against the real Redis, with worker nodes of each test's own (separate
  * processes, on a queue of their own): placement over two nodes, the queue as back-pressure,
- * abort while queued, the grace enforced by the node, a node killed, a host killed, a node shut
+ * abort while queued, a host model's text kept in step when a child is cancelled mid-stream, the
+ * grace enforced by the node, a node killed, a host killed, a node shut
  * down, a queue a node does not serve, a job edited in Redis (to carry a create, or to be no
  * child job at all), a claim forged by a client that did not take the job, a node of another
  * protocol version; and direct placement: a start on a node with room goes with no job, a node
@@ -350,6 +351,39 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const run = await next
     expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'second' }] })
     await run.dispose()
+  })
+
+  it("a host model's text is the host's record: a child cancelled mid-stream on a node ends aborted with the text sent before the abort, its record in sequence", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    await my.node(queue)
+    const { host: h, parent } = my.host(queue, [], PATIENT)
+    const more = gate()
+    const after: string[] = []
+    h.models.register('stream', {
+      async *stream() {
+        yield { type: 'text-delta', text: 'before the abort' }
+        await more.promise
+        // The host reads on until the node's cancel comes back over Redis: these come after the abort was sent.
+        for (const text of ['after', 'the', 'abort']) {
+          after.push(text)
+          yield { type: 'text-delta', text }
+        }
+        yield* textResponse('never')
+      },
+    })
+    const leaving = new AbortController()
+    const child = await h.spawn.start({ prompt: 'go', parent, signal: leaving.signal, agentOptions: { provider: 'stream' } })
+    await eventOf(child, 'assistant/chunk')
+    leaving.abort(new Error('enough'))
+    more.open()
+    expect(await child.result).toMatchObject({ stopReason: 'aborted', output: [{ type: 'text', text: 'before the abort' }] })
+    expect(after.length).toBeGreaterThan(0)
+    const events = h.agents.get(child.id)!.session.events
+    expect(events.filter((event) => event.type === 'assistant/chunk')).toHaveLength(1)
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, seq) => seq))
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
+    await child.dispose()
   })
 
   it('after an abort the node gives a stuck child abortGraceMs, then terminates its thread', async ({ expect, onTestFinished }) => {
