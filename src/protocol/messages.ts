@@ -8,14 +8,17 @@
  *   opening     runner → host `hello` {v}; host → runner `welcome` {v, config} first of all.
  *               Either side refuses a version it does not speak. The runner then loads the agent
  *               module and says `ready` (a node: once a thread of the host's module said it).
- *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a settlement notice); drop (let go of a child that is not running, or
- *               that broke the protocol); rpc replies (a frame's text deltas, of every
- *               child, in one `rpc/texts`; the host records each delta of a host model as the
- *               child's next event as it sends it, and the runner as it receives it). To a node, a create answers its take, or
- *               places the child there directly on the room it told (see src/remote).
+ *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a
+ *               settlement notice); drop (let go of a child that is not running, or that broke
+ *               the protocol); rpc replies (a frame's text deltas, of every child, in one
+ *               `rpc/texts`; the host records each delta of a host model as the child's next
+ *               event as it sends it, and the runner as it receives it). To a node, a create
+ *               answers its take, or places the child there directly on the room it told (see
+ *               src/remote).
  *               runner: created | create-failed; events (and a frame's text chunks, of every
- *               child, in one `texts`; never a host model's, which the host recorded); rpc calls; idle (the one-shot turn is
- *               over and the runner let the child go); dropped (after a drop); failed; ended
+ *               child, in one `texts`; never a host model's, which the host recorded); rpc
+ *               calls; idle (the one-shot turn is over and the runner let the child go);
+ *               dropped (after a drop); failed; ended
  *               (a node: the thread it ran on is gone, and why; a movable child waits there for
  *               the host's create or drop).
  *   liveness    host: ping {n}; runner: pong {n}.

@@ -4,9 +4,9 @@
  * types, and the server checks every payload before a handler sees it (the host trusts nothing
  * the runner sends). Calls are addressed by child and numbered per child; a model call streams
  * its chunks before its result, each text delta as it was emitted (the host records each as an
- * event of the child as it sends it, and the runner as it receives it); an abort crosses as a reason
- * and becomes an aborted signal on the far side; every pending call rejects when the channel
- * closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
+ * event of the child as it sends it, and the runner as it receives it); an abort crosses as a
+ * reason and becomes an aborted signal on the far side; every pending call rejects when the
+ * channel closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
  */
 import { fromWireError, toWireError, WireError } from './shapes/error.js'
 import { ToolRef } from './shapes/model.js'

@@ -3,8 +3,8 @@
  * published, its events queued for the host as they are recorded (one message per frame, its
  * streamed text chunks side by side with the other children's in the frame's texts; a host
  * model's deltas excepted, which the host recorded as it sent them), its host calls made over
- * the RPC. It lets go of itself when its turn is over (`idle`), or when the
- * host drops it before it ran.
+ * the RPC. It lets go of itself when its turn is over (`idle`), or when the host drops it before
+ * it ran.
  */
 import { composeChild, type ComposedChild } from '../agent/child.js'
 import type { AgentEnvironment } from '../agent/loop.js'
