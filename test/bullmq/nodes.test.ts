@@ -21,7 +21,7 @@ import { describe, it } from 'vitest'
 import { createHost, ScriptedModel, textOf, textResponse, toolCallResponse, type Host, type ModelRequest, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
 import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
-import { eventOf } from '../support/driver-helpers.js'
+import { eventOf, expectCancelledMidStream } from '../support/driver-helpers.js'
 import { BULLMQ } from '../support/harness.js'
 import { gate } from '../support/loop-helpers.js'
 import { moved } from '../support/moves.js'
@@ -353,37 +353,12 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await run.dispose()
   })
 
-  it("a host model's text is the host's record: a child cancelled mid-stream on a node ends aborted with the text sent before the abort, its record in sequence", async ({ expect, onTestFinished }) => {
+  it("a host model's text is the host's record: a child cancelled mid-stream on a node ends aborted with the text sent before the abort, its record in sequence", async ({ onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     await my.node(queue)
     const { host: h, parent } = my.host(queue, [], PATIENT)
-    const more = gate()
-    const after: string[] = []
-    h.models.register('stream', {
-      async *stream() {
-        yield { type: 'text-delta', text: 'before the abort' }
-        await more.promise
-        // The host reads on until the node's cancel comes back over Redis: these come after the abort was sent.
-        for (const text of ['after', 'the', 'abort']) {
-          after.push(text)
-          yield { type: 'text-delta', text }
-        }
-        yield* textResponse('never')
-      },
-    })
-    const leaving = new AbortController()
-    const child = await h.spawn.start({ prompt: 'go', parent, signal: leaving.signal, agentOptions: { provider: 'stream' } })
-    await eventOf(child, 'assistant/chunk')
-    leaving.abort(new Error('enough'))
-    more.open()
-    expect(await child.result).toMatchObject({ stopReason: 'aborted', output: [{ type: 'text', text: 'before the abort' }] })
-    expect(after.length).toBeGreaterThan(0)
-    const events = h.agents.get(child.id)!.session.events
-    expect(events.filter((event) => event.type === 'assistant/chunk')).toHaveLength(1)
-    expect(events.map((event) => event.seq)).toEqual(events.map((_, seq) => seq))
-    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
-    await child.dispose()
+    await expectCancelledMidStream(h, parent)
   })
 
   it('after an abort the node gives a stuck child abortGraceMs, then terminates its thread', async ({ expect, onTestFinished }) => {

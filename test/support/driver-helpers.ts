@@ -4,7 +4,7 @@
  * events from a child arrive synchronously.
  */
 import { expect } from 'vitest'
-import type { AgentView, Host, SessionEvent, SessionStore, SubagentEndEvent, SubagentRun, SubagentStartEvent } from 'subagent-worker'
+import { textResponse, type AgentView, type Host, type SessionEvent, type SessionStore, type SubagentEndEvent, type SubagentRun, type SubagentStartEvent } from 'subagent-worker'
 import { tick, type Fixture } from './harness.js'
 import { Watch } from './watch.js'
 
@@ -128,4 +128,40 @@ export function captureWarnings(code: string): { warnings: Error[]; warned(): Pr
 /** Names of the tools a model request offered. */
 export function toolNames(request: { tools?: Array<{ name: string }> }): string[] {
   return (request.tools ?? []).map((t) => t.name)
+}
+
+/**
+ * Cancels a child of `parent` while its host model streams, and checks that the host's record
+ * and the runner's stayed in step: the model sends one delta, and once the child was cancelled
+ * goes on streaming (the host reads on until the runner's cancel comes back, and these come
+ * before any message can). The child ends aborted with the text sent before the abort, one chunk
+ * event, no gap; what the model streamed after the abort was neither sent nor recorded.
+ */
+export async function expectCancelledMidStream(host: Host, parent: Parameters<Host['spawn']['start']>[0]['parent']): Promise<void> {
+  let open!: () => void
+  const more = new Promise<void>((resolve) => (open = resolve))
+  const after: string[] = []
+  host.models.register('mid-stream', {
+    async *stream() {
+      yield { type: 'text-delta', text: 'before the abort' }
+      await more
+      for (const text of ['after', 'the', 'abort']) {
+        after.push(text)
+        yield { type: 'text-delta', text }
+      }
+      yield* textResponse('never')
+    },
+  })
+  const leaving = new AbortController()
+  const child = await host.spawn.start({ prompt: 'go', parent, signal: leaving.signal, agentOptions: { provider: 'mid-stream' } })
+  await eventOf(child, 'assistant/chunk')
+  leaving.abort(new Error('enough'))
+  open()
+  expect(await child.result).toMatchObject({ stopReason: 'aborted', output: [{ type: 'text', text: 'before the abort' }] })
+  expect(after.length).toBeGreaterThan(0)
+  const events = host.agents.get(child.id)!.session.events
+  expect(events.filter((event) => event.type === 'assistant/chunk')).toHaveLength(1)
+  expect(events.map((event) => event.seq)).toEqual(events.map((_, seq) => seq))
+  expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
+  await child.dispose()
 }

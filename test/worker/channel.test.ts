@@ -15,7 +15,7 @@ import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.j
 import { defineTool, ScriptedModel, textOf, textResponse, toolCallResponse, type HostOptions, type Model, type ScriptEntry } from 'subagent-worker'
 import { gate } from '../support/loop-helpers.js'
 import { POOLED, shape, streamedRuns } from '../support/harness.js'
-import { eventOf } from '../support/driver-helpers.js'
+import { eventOf, expectCancelledMidStream } from '../support/driver-helpers.js'
 
 const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
@@ -134,35 +134,7 @@ describe.each(POOLED)('%s transport', (isolation) => {
 
     it('a child cancelled mid-stream ends aborted with the text sent before the abort; what its model streams after is neither sent nor recorded', async () => {
       const { host, parent } = workerHost([])
-      const more = gate()
-      const after: string[] = []
-      const model: Model = {
-        async *stream() {
-          yield { type: 'text-delta', text: 'before the abort' }
-          await more.promise
-          // The host reads on until the runner's cancel reaches it: these come after the abort was sent.
-          for (const text of ['after', 'the', 'abort']) {
-            after.push(text)
-            yield { type: 'text-delta', text }
-          }
-          yield* textResponse('never')
-        },
-      }
-      host.models.register('stream', model)
-      const leaving = new AbortController()
-      const child = await host.spawn.start({ prompt: 'go', parent, signal: leaving.signal, agentOptions: { provider: 'stream' } })
-      await eventOf(child, 'assistant/chunk')
-      leaving.abort(new Error('enough'))
-      more.open()
-      const result = await child.result
-      expect(result.stopReason).toBe('aborted')
-      expect(result.output).toEqual([{ type: 'text', text: 'before the abort' }])
-      expect(after.length).toBeGreaterThan(0) // the model did go on streaming
-      const events = host.agents.get(child.id)!.session.events
-      expect(events.filter((e) => e.type === 'assistant/chunk')).toHaveLength(1)
-      expect(events.map((e) => e.seq)).toEqual(events.map((_, seq) => seq))
-      expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
-      await child.dispose()
+      await expectCancelledMidStream(host, parent)
     })
   })
 
