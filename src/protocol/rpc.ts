@@ -158,6 +158,11 @@ export type RpcHandlers = { [M in RpcMethod]: (payload: RpcPayload<M>, context: 
 interface ActiveCall {
   method: RpcMethod
   controller: AbortController
+  /**
+   * Its controller was aborted (only this server aborts it): read on every chunk, where the
+   * signal's own getter checks its receiver first.
+   */
+  cancelled: boolean
   /** The chunks message queued in the sink's current epoch, still open for more chunks (or for the result). */
   open: { message: RpcChunks | RpcReturn; epoch: number } | undefined
 }
@@ -180,13 +185,14 @@ export class RpcServer {
   /** Calls running and not cancelled: what the caller's own bound (its loop's) allows it. */
   get running(): number {
     let running = 0
-    for (const { controller } of this.#active.values()) if (!controller.signal.aborted) running++
+    for (const { cancelled } of this.#active.values()) if (!cancelled) running++
     return running
   }
 
   receive(message: RpcCall | RpcCancel): void {
     if (message.type === 'rpc/cancel') {
-      this.#active.get(message.call)?.controller.abort(message.reason)
+      const active = this.#active.get(message.call)
+      if (active) cancel(active, message.reason)
       return
     }
     const id = message.call
@@ -195,7 +201,7 @@ export class RpcServer {
     if (!check(message.payload)) {
       return this.#fail(id, new ProtocolError(`invalid payload for rpc method "${message.method}": ${check.explain(message.payload, 'payload')}`))
     }
-    const active: ActiveCall = { method: message.method, controller: new AbortController(), open: undefined }
+    const active: ActiveCall = { method: message.method, controller: new AbortController(), cancelled: false, open: undefined }
     this.#active.set(id, active)
     const context: CallContext = { signal: active.controller.signal, emit: (chunk) => this.#emit(id, active, chunk) }
     const handler = this.#handlers[message.method] as (payload: unknown, context: CallContext) => Promise<unknown>
@@ -215,12 +221,12 @@ export class RpcServer {
 
   /** Aborts every call still running (the far side is gone). */
   close(reason: unknown): void {
-    for (const { controller } of this.#active.values()) controller.abort(reason)
+    for (const active of this.#active.values()) cancel(active, reason)
     this.#active.clear()
   }
 
   #emit(id: number, active: ActiveCall, chunk: StreamChunk): boolean {
-    if (this.#active.get(id) !== active || active.controller.signal.aborted || active.method === this.#muted) return false
+    if (this.#active.get(id) !== active || active.cancelled || active.method === this.#muted) return false
     const chunks = this.#open(active)?.chunks
     if (chunks) {
       chunks.push(toWireChunk(chunk))
@@ -240,7 +246,7 @@ export class RpcServer {
   /** A result whose last chunks are still queued turns that message into the result: one message, not two. */
   #return(id: number, active: ActiveCall, value: unknown): void {
     const open = this.#open(active) as RpcReturn | undefined
-    if (!open || this.#active.get(id) !== active || active.controller.signal.aborted) {
+    if (!open || this.#active.get(id) !== active || active.cancelled) {
       return this.#reply(id, active, { type: 'rpc/result', child: this.#child, call: id, ...(value === null ? {} : { value }) })
     }
     this.#active.delete(id)
@@ -251,12 +257,17 @@ export class RpcServer {
   #reply(id: number, active: ActiveCall, reply: RpcReply): void {
     if (this.#active.get(id) !== active) return
     this.#active.delete(id)
-    if (!active.controller.signal.aborted) this.#sink.push(reply)
+    if (!active.cancelled) this.#sink.push(reply)
   }
 
   #fail(id: number, error: Error): void {
     this.#sink.push({ type: 'rpc/error', child: this.#child, call: id, error: toWireError(error) })
   }
+}
+
+function cancel(active: ActiveCall, reason: unknown): void {
+  active.cancelled = true
+  active.controller.abort(reason)
 }
 
 type FlatTexts = Wire<typeof RpcTexts>
