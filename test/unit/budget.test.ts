@@ -4,7 +4,8 @@
  * reports, and a runner that makes more steps than its bound is stopped.
  */
 import { describe, expect, it } from 'vitest'
-import { Budget, meteredModel } from '../../dist/parent/driver/budget.js'
+import { Budget } from '../../dist/parent/driver/budget.js'
+import { meteredModel as meteredBy, meteringOf } from '../../dist/agent/models/metered.js'
 import type { LimitReason } from '../../dist/agent/limit-stop.js'
 import type { Model, SessionEvent, StreamChunk } from 'subagent-worker'
 
@@ -19,6 +20,9 @@ const model: Model = {
   },
 }
 const request = { model: 'm', messages: [], signal: new AbortController().signal }
+
+/** `model` as the host's placement gives it to a child whose budget is `node`. */
+const meteredModel = (m: Model, node: Budget): Model => meteredBy(m, () => node.meter())
 
 async function drain(m: Model): Promise<StreamChunk[]> {
   const chunks: StreamChunk[] = []
@@ -73,6 +77,23 @@ describe('the host budget', () => {
     child.budget.observe({ seq: 3, type: 'assistant/message', data: { content: [], usage: { inputTokens: 30, outputTokens: 10 } } })
     expect(child.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
     expect(root.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
+  })
+
+  it("a metered model's parts meter a request as the model does: one admission a request, its usage counted once", async () => {
+    const { budget: node, stops } = budget({ maxSteps: 2 })
+    const metered = meteredModel(model, node)
+    expect(meteringOf(model)).toBeUndefined()
+    const parts = meteringOf(metered)!
+    expect(parts.model).toBe(model)
+    const meter = parts.meter()
+    for await (const chunk of parts.model.stream(request)) meter.see(chunk)
+    meter.close()
+    meter.close()
+    expect(node.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
+    // The model's own iterator and the parts share the one budget: the third request is refused.
+    await drain(metered)
+    expect(() => parts.meter()).toThrow('the host refused the model request: the child reached limits.maxSteps (2)')
+    expect(stops).toEqual([{ kind: 'limit', limit: 'maxSteps', value: 2 }])
   })
 
   it('stops a runner whose events show a step beyond its bound', () => {

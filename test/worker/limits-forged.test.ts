@@ -1,7 +1,7 @@
 /**
  * CONTRACT.md §11 against a runner that lies: module code forges a host-placed model call beyond
  * the child's step bound on its runner's channel. The host refuses it (the model is never asked)
- * and stops the child for the limit.
+ * and stops the child for the limit; one within the bound is served, and counted by the host.
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -21,5 +21,17 @@ describe.each(POOLED)('%s transport: limits hold against a forging runner', (iso
     // The host refused it: its model was asked once, by the child's one honest step.
     expect(model.requests).toHaveLength(1)
     expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxSteps (1 steps)' })
+  })
+
+  it('a forged host-model call is counted by the host: its usage is in totalUsage though the runner never recorded it', async () => {
+    const served = { type: 'usage' as const, inputTokens: 500, outputTokens: 70 }
+    const { model, run } = hostOn(WIRE_MODULE, [toolCallResponse('f', 'forge', forgedModelCall), [served, { type: 'finish', reason: 'stop' }], textResponse('done')], { isolation })
+    const { result, events } = await run()
+    expect(model.requests).toHaveLength(3)
+    // What the runner recorded: the two honest steps' usage, and not the forged one's.
+    const reported = events.flatMap((event) => (event.type === 'assistant/message' && event.data.usage ? [event.data.usage] : []))
+    const sum = (key: 'inputTokens' | 'outputTokens') => reported.reduce((total, usage) => total + usage[key], 0)
+    expect(result).toMatchObject({ stopReason: 'completed', usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens') } })
+    expect(result.totalUsage).toEqual({ inputTokens: sum('inputTokens') + 500, outputTokens: sum('outputTokens') + 70 })
   })
 })

@@ -11,7 +11,7 @@
  * the host served is not believed.
  */
 import { limitReason, type LimitReason } from '../../agent/limit-stop.js'
-import type { Model } from '../../agent/models/model.js'
+import type { StreamMeter } from '../../agent/models/metered.js'
 import type { ChildLimits, SessionEvent, Usage } from '../../protocol/shapes/session.js'
 import type { StreamChunk } from '../../protocol/shapes/stream.js'
 import { narrowest } from './limits.js'
@@ -172,6 +172,11 @@ export class Budget {
     return undefined
   }
 
+  /** Admits one host-placed model request and counts what it streams (see `RequestMeter`); throws when refused. */
+  meter(): StreamMeter {
+    return new RequestMeter(this)
+  }
+
   /** A host-placed model's step usage, as the host streamed it. */
   served(usage: Usage): void {
     this.#spend(() => void (this.#served = add(this.#served, usage)))
@@ -242,57 +247,30 @@ function add(a: Usage, b: Usage): Usage {
 }
 
 /**
- * A host-placed model as one child reaches it: each request is admitted by the child's budget
- * first, and the usage the host streams is counted by the host itself, once the stream ends,
- * fails or is left. A pass-through iterator, not an async generator: a reader that leaves (an
- * aborted child) reaches the model's own `return` at once, where a generator would hold it
- * behind a pull the model never answers, and it costs no generator's promises a chunk.
+ * One host-served model request as a child's budget counts it: admitted as it starts (a refusal
+ * is thrown), and the last usage chunk the host streamed counted once, when it ends, fails or is
+ * left. The loop keeps a step's last usage chunk, and so does the count.
  */
-export function meteredModel(model: Model, budget: Budget): Model {
-  return {
-    stream(request) {
-      let stream: AsyncIterator<StreamChunk> | undefined
-      let usage: Usage | undefined
-      let open = true
-      /** The request is over: what it used is counted, once. */
-      const close = () => {
-        if (!open) return
-        open = false
-        const spent = counted(usage)
-        if (spent) budget.served(spent)
-      }
-      const step = (result: IteratorResult<StreamChunk>) => {
-        if (typeof result !== 'object' || result === null || result.done) close()
-        // The loop keeps a step's last usage chunk; so does the count.
-        else if (result.value?.type === 'usage') usage = { inputTokens: result.value.inputTokens, outputTokens: result.value.outputTokens }
-        return result
-      }
-      const done: IteratorResult<StreamChunk> = { done: true, value: undefined }
-      const iterator: AsyncIterableIterator<StreamChunk> = {
-        [Symbol.asyncIterator]: () => iterator,
-        next: async () => {
-          if (!open) return done
-          try {
-            if (!stream) {
-              const refused = budget.admit()
-              if (refused) throw subagentError('ERR_SUBAGENT_LIMIT', `the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
-              stream = model.stream(request)[Symbol.asyncIterator]()
-            }
-            return step(await stream.next())
-          } catch (error) {
-            close()
-            throw error
-          }
-        },
-        return: async () => {
-          close()
-          const left = stream
-          stream = undefined
-          await left?.return?.()
-          return done
-        },
-      }
-      return iterator
-    },
+class RequestMeter implements StreamMeter {
+  readonly #budget: Budget
+  #usage: Usage | undefined
+  #open = true
+
+  constructor(budget: Budget) {
+    const refused = budget.admit()
+    if (refused) throw subagentError('ERR_SUBAGENT_LIMIT', `the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
+    this.#budget = budget
+  }
+
+  see(chunk: StreamChunk): void {
+    // A chunk the host has not checked yet (the metered model's reader checks it after).
+    if (chunk?.type === 'usage') this.#usage = { inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens }
+  }
+
+  close(): void {
+    if (!this.#open) return
+    this.#open = false
+    const spent = counted(this.#usage)
+    if (spent) this.#budget.served(spent)
   }
 }

@@ -19,6 +19,7 @@ import { textOf } from '../../protocol/shapes/content.js'
 import type { ToolRef, ToolSchema } from '../../protocol/shapes/model.js'
 import { Conversation } from '../../agent/models/conversation.js'
 import { untilAbort } from '../../agent/models/until-abort.js'
+import { meteringOf } from '../../agent/models/metered.js'
 import type { ModelRequest } from '../../agent/models/model.js'
 import type { RpcHandlers } from '../../protocol/rpc.js'
 import { ProtocolError } from '../../protocol/validate.js'
@@ -62,16 +63,24 @@ export function hostCalls(child: CallingChild): RpcHandlers {
       const request: ModelRequest = { model: spec.options.model ?? provider, system, messages: conversation.messages(), signal }
       if (tools) request.tools = schemasOf(tools, child.moduleTools())
       if (spec.options.maxTokens !== undefined) request.maxTokens = spec.options.maxTokens
+      // Metered here, where every chunk is read anyway, and not by the metered model's own iterator.
+      const metered = meteringOf(model)
       return ledger.model(async () => {
-        // Read as the inline loop reads it: a cancelled call stops waiting at once, and the model
-        // is told to return, even a model that ignores the signal.
-        for await (const chunk of untilAbort(model.stream(request), signal)) {
-          // Checked here, as the inline loop does, so the child gets the same error either way.
-          if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
-          // Recorded as sent: a call cancelled, or muted by the child's cancel, records nothing more.
-          if (emit(chunk) && chunk.type === 'text-delta' && chunk.text !== '') child.recordText(chunk.text)
+        const meter = metered?.meter()
+        try {
+          // Read as the inline loop reads it: a cancelled call stops waiting at once, and the model
+          // is told to return, even a model that ignores the signal.
+          for await (const chunk of untilAbort((metered?.model ?? model).stream(request), signal)) {
+            // Checked here, as the inline loop does, so the child gets the same error either way.
+            if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
+            meter?.see(chunk)
+            // Recorded as sent: a call cancelled, or muted by the child's cancel, records nothing more.
+            if (emit(chunk) && chunk.type === 'text-delta' && chunk.text !== '') child.recordText(chunk.text)
+          }
+          return null
+        } finally {
+          meter?.close()
         }
-        return null
       })
     },
     async tool({ name, callId, args }, { signal }) {
