@@ -23,8 +23,12 @@ export interface Plan {
   memory: { children: number; rounds: number }
   /** S8: spinning children cancelled; `graceMs` is the host's abortGraceMs. */
   abort: { rounds: number; graceMs: number }
-  /** S9, S9u and O9: `children` started at once, each streaming `chunks` chunks one every `intervalMs` (stream-script.ts), on a pool of `threads`. */
-  stream: StreamShape & { children: number; threads: number; rounds: number }
+  /**
+   * S9, S9u and O9: `children` started at once, each streaming `chunks` chunks one every
+   * `intervalMs` (stream-script.ts), on a pool of `threads`. S9 and S9u first warm each host with
+   * `warmup` children, in batches of `children`, streaming the same chunks one a millisecond.
+   */
+  stream: StreamShape & { children: number; threads: number; rounds: number; warmup: number }
   /** S11: `children` started at once on worker threads, `perThread` a thread, `steps` host model steps of `latencyMs`, one thread killed at most every `killEveryMs`. */
   moves: { children: number; perThread: number; steps: number; latencyMs: number; killEveryMs: number; rounds: number }
   /** S10: fresh hosts, one per transport a round, each timed to its first child's result. */
@@ -44,7 +48,8 @@ export const FULL_PLAN: Plan = {
   cpu: { warmup: 2000, children: 32, burnMs: 50, rounds: 5 },
   memory: { children: 1000, rounds: 3 },
   abort: { rounds: 10, graceMs: 200 },
-  stream: { children: 1000, threads: 3, rounds: 3, chunks: 100, intervalMs: 20 },
+  // 8,000 children, half on each placement: each runner sees about 2,700 before the first timed batch.
+  stream: { children: 1000, threads: 3, rounds: 3, chunks: 100, intervalMs: 20, warmup: 8000 },
   coldStart: { rounds: 10 },
   moves: { children: 1000, perThread: 10, steps: 4, latencyMs: 20, killEveryMs: 1000, rounds: 3 },
   ab: { rounds: 16 },
@@ -59,7 +64,7 @@ export const QUICK_PLAN: Plan = {
   memory: { children: 100, rounds: 1 },
   abort: { rounds: 1, graceMs: 200 },
   // Fewer children, a quarter of the stream at the same pace: a batch's ideal is 500 ms, not 2 s.
-  stream: { children: 50, threads: 3, rounds: 1, chunks: 25, intervalMs: 20 },
+  stream: { children: 50, threads: 3, rounds: 1, chunks: 25, intervalMs: 20, warmup: 50 },
   coldStart: { rounds: 2 },
   // A tenth of the children, a kill every 250 ms: a few kills in a round of about a second.
   moves: { children: 100, perThread: 10, steps: 4, latencyMs: 20, killEveryMs: 250, rounds: 1 },

@@ -32,6 +32,8 @@ type Placement = 'host' | 'module'
 interface Transport {
   mode: Mode
   benches: Record<Placement, BenchHost>
+  /** The same host's two parents for the warm-up's shape. */
+  warm: Record<Placement, BenchHost>
   runners: number[]
 }
 
@@ -101,13 +103,26 @@ async function fanIn(bench: BenchHost, children: number): Promise<void> {
   await Promise.all(Array.from({ length: children }, () => delegate(bench)))
 }
 
-/** Untimed: both placements at once, so every runner has imported the module and run both paths. */
-async function warmUp(model: StreamModel, transport: Transport, children: number, shape: StreamShape): Promise<void> {
-  const onHost = Math.ceil(children / 2)
-  const done = scriptFor(model, transport.benches.host, 'host', onHost, shape)
-  await Promise.all([fanIn(transport.benches.host, onHost), fanIn(transport.benches.module, children - onHost)])
-  done()
+/**
+ * Untimed: `warmup` children in batches of `children`, half on each placement at once, so every
+ * runner has imported the module, run both paths and compiled its code. A runner sees a third of
+ * them, and with one batch it was still compiling through the timed ones (V8's helper threads
+ * doubled the worker's CPU per chunk: BENCHMARKS.md), a fresh runner's cost (S10's), not a
+ * streaming child's; S3-S5 warm their runners for the same reason. The warm-up streams the same
+ * chunks one a millisecond (`warmShape`): the same code, in a fraction of the time.
+ */
+async function warmUp(model: StreamModel, transport: Transport, warmup: number, children: number, shape: StreamShape): Promise<void> {
+  for (let done = 0; done < warmup; done += children) {
+    const batch = Math.min(children, warmup - done)
+    const onHost = Math.ceil(batch / 2)
+    const unregister = scriptFor(model, transport.warm.host, 'host', onHost, shape)
+    await Promise.all([fanIn(transport.warm.host, onHost), fanIn(transport.warm.module, batch - onHost)])
+    unregister()
+  }
 }
+
+/** The warm-up's stream: the timed one's chunks, one a millisecond. */
+const warmShape = ({ chunks }: StreamShape): StreamShape => ({ chunks, intervalMs: 1 })
 
 async function measure(model: StreamModel, transport: Transport, placement: Placement, children: number, shape: StreamShape, into: Samples, redisPids: readonly number[]): Promise<void> {
   const bench = transport.benches[placement]
@@ -200,7 +215,7 @@ const streamScenario = (model: StreamModel): Scenario => ({
   units: (plan) => 1 + plan.stream.rounds * PLACEMENTS.length * LOCAL_MODES.length,
   remoteUnits: (plan) => plan.stream.rounds * PLACEMENTS.length,
   async run(context): Promise<ScenarioResult[]> {
-    const { children, threads, rounds, chunks, intervalMs } = context.plan.stream
+    const { children, threads, rounds, chunks, intervalMs, warmup } = context.plan.stream
     const shape = { chunks, intervalMs }
     // Every child holds a slot from the start; idle threads stay warm between batches (see harness.ts).
     const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: Math.ceil(children / threads) }
@@ -209,7 +224,7 @@ const streamScenario = (model: StreamModel): Scenario => ({
     const modes: Mode[] = remote ? [...LOCAL_MODES, 'remote'] : [...LOCAL_MODES]
     const transports: Transport[] = modes.map((mode) => {
       const bench = benchHost(mode, { pool, ...(remote ? { remote } : {}) })
-      return { mode, benches: model.parents(bench, shape), runners: [] }
+      return { mode, benches: model.parents(bench, shape), warm: model.parents(bench, warmShape(shape)), runners: [] }
     })
     const samples: Record<Placement, Record<Mode, Samples>> = {
       host: { inline: noSamples(), worker: noSamples(), process: noSamples(), remote: noSamples() },
@@ -219,7 +234,7 @@ const streamScenario = (model: StreamModel): Scenario => ({
     try {
       for (const transport of transports) transport.runners = await runnerPids(transport.benches.host, threads)
       // Every host's warm-up at once: they are untimed, and a batch takes its ideal time whatever its size.
-      await Promise.all(transports.map((transport) => warmUp(model, transport, children, shape)))
+      await Promise.all(transports.map((transport) => warmUp(model, transport, warmup, children, warmShape(shape))))
       context.progress.advance(1)
       for (let r = 0; r < rounds; r++) {
         for (const placement of PLACEMENTS) {
@@ -232,7 +247,7 @@ const streamScenario = (model: StreamModel): Scenario => ({
     } finally {
       await Promise.all(transports.map(({ benches }) => benches.host.host.close()))
     }
-    const setup = setupWithRemote(context, { children, chunksPerChild: chunks, intervalMs, idealMs: idealMs(shape), rounds, loopResolutionMs: RESOLUTION_MS, pool })
+    const setup = setupWithRemote(context, { children, chunksPerChild: chunks, intervalMs, idealMs: idealMs(shape), rounds, warmup, loopResolutionMs: RESOLUTION_MS, pool })
     return PLACEMENTS.map((placement) => row(model, context, placement, samples[placement], children, shape, setup))
   },
 })
