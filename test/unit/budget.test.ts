@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { Budget } from '../../dist/parent/driver/budget.js'
-import { meteredModel as meteredBy, meteringOf } from '../../dist/agent/models/metered.js'
+import { MeteredModel } from '../../dist/agent/models/metered.js'
 import type { LimitReason } from '../../dist/agent/limit-stop.js'
 import type { Model, SessionEvent, StreamChunk } from 'subagent-worker'
 
@@ -22,7 +22,7 @@ const model: Model = {
 const request = { model: 'm', messages: [], signal: new AbortController().signal }
 
 /** `model` as the host's placement gives it to a child whose budget is `node`. */
-const meteredModel = (m: Model, node: Budget): Model => meteredBy(m, () => node.meter())
+const meteredModel = (m: Model, node: Budget): MeteredModel => new MeteredModel(m, () => node.meter())
 
 async function drain(m: Model): Promise<StreamChunk[]> {
   const chunks: StreamChunk[] = []
@@ -79,20 +79,18 @@ describe('the host budget', () => {
     expect(root.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
   })
 
-  it("a metered model's parts meter a request as the model does: one admission a request, its usage counted once", async () => {
+  it("a metered model's parts meter a request as its own stream does: one admission a request, its usage counted once", async () => {
     const { budget: node, stops } = budget({ maxSteps: 2 })
     const metered = meteredModel(model, node)
-    expect(meteringOf(model)).toBeUndefined()
-    const parts = meteringOf(metered)!
-    expect(parts.model).toBe(model)
-    const meter = parts.meter()
-    for await (const chunk of parts.model.stream(request)) meter.see(chunk)
+    expect(metered.model).toBe(model)
+    const meter = metered.meter()
+    for await (const chunk of metered.model.stream(request)) meter.see(chunk)
     meter.close()
     meter.close()
     expect(node.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
-    // The model's own iterator and the parts share the one budget: the third request is refused.
+    // Its own stream and its parts share the one budget: the third request is refused.
     await drain(metered)
-    expect(() => parts.meter()).toThrow('the host refused the model request: the child reached limits.maxSteps (2)')
+    expect(() => metered.meter()).toThrow('the host refused the model request: the child reached limits.maxSteps (2)')
     expect(stops).toEqual([{ kind: 'limit', limit: 'maxSteps', value: 2 }])
   })
 

@@ -10,7 +10,7 @@ import type { AgentHooks, AgentModule } from '../../agent/module.js'
 import { loadAgentModule } from '../../agent/module-loader.js'
 import { defineTool, type ToolDefinition } from '../../agent/tools/tools.js'
 import type { Budget } from '../driver/budget.js'
-import { meteredModel } from '../../agent/models/metered.js'
+import { MeteredModel } from '../../agent/models/metered.js'
 import type { Placement } from '../types.js'
 import { subagentError } from '../../protocol/errors.js'
 
@@ -61,7 +61,7 @@ export class HostRegistry {
 
   /** What a child on a runner may call on the host, as registered now; its host models count against `budget` (the host meters what it serves itself). */
   placement(budget: Budget | undefined): Placement {
-    const models = new Map([...this.#models].map(([name, model]) => [name, budget ? meteredModel(model, () => budget.meter()) : model]))
+    const models = new Map([...this.#models].map(([name, model]) => [name, budget ? new MeteredModel(model, () => budget.meter()) : model]))
     return { models, tools: new Map(this.#tools) }
   }
 

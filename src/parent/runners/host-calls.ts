@@ -19,7 +19,7 @@ import { textOf } from '../../protocol/shapes/content.js'
 import type { ToolRef, ToolSchema } from '../../protocol/shapes/model.js'
 import { Conversation } from '../../agent/models/conversation.js'
 import { untilAbort } from '../../agent/models/until-abort.js'
-import { meteringOf } from '../../agent/models/metered.js'
+import { MeteredModel } from '../../agent/models/metered.js'
 import type { ModelRequest } from '../../agent/models/model.js'
 import type { RpcHandlers } from '../../protocol/rpc.js'
 import { ProtocolError } from '../../protocol/validate.js'
@@ -64,7 +64,7 @@ export function hostCalls(child: CallingChild): RpcHandlers {
       if (tools) request.tools = schemasOf(tools, child.moduleTools())
       if (spec.options.maxTokens !== undefined) request.maxTokens = spec.options.maxTokens
       // Metered here, where every chunk is read anyway, and not by the metered model's own iterator.
-      const metered = meteringOf(model)
+      const metered = model instanceof MeteredModel ? model : undefined
       return ledger.model(async () => {
         const meter = metered?.meter()
         try {
