@@ -17,15 +17,15 @@ export interface Model {
  * Models whose text deltas are recorded as they arrive, by the transport that brings them (a
  * host-placed model on a runner: the host records each delta as it sends it, and the runner as it
  * receives it, so both copies of the record hold the same chunks at the same seqs). The loop
- * reads their text but does not record it again.
+ * reads their text but does not record it again. A brand on the model (made once a child), not a
+ * WeakSet entry, which the collector would have to trace as an ephemeron.
  */
-const recordedOnArrival = new WeakSet<Model>()
+const RECORDED_ON_ARRIVAL = Symbol('recordedOnArrival')
 
 export function recordsOnArrival<M extends Model>(model: M): M {
-  recordedOnArrival.add(model)
-  return model
+  return Object.assign(model, { [RECORDED_ON_ARRIVAL]: true as const })
 }
 
 export function isRecordedOnArrival(model: Model): boolean {
-  return recordedOnArrival.has(model)
+  return (model as { [RECORDED_ON_ARRIVAL]?: true })[RECORDED_ON_ARRIVAL] === true
 }
