@@ -11,13 +11,14 @@
  *   S3    zero model latency, a host ScriptedModel, 64 in flight; per delegation
  *   S4    two host model steps of 20 ms with a module tool between them, 1,000 in flight; per delegation
  *   S9u   1,000 children at once, each streaming 100 chunks at 50 chunks/s from a user-written
- *         model on the host; per chunk (`--total` is the number of batches)
+ *         model on the host; per chunk (`--total` is the number of batches; `--chunks` changes
+ *         the stream's length and keeps it about 2 s, which splits a chunk's cost from a child's)
  *   S9um  the same model in the agent module, where the child runs; per chunk
  *
  * `--threads 0` is inline, any other count a worker pool of that many threads with a slot for
  * every child in flight.
  *
- *   npm run build && node bench/threads.mjs [--workload S3] [--threads 3] [--warmup 20000] [--total 8000] [--children N] [--retain]
+ *   npm run build && node bench/threads.mjs [--workload S3] [--threads 3] [--warmup 20000] [--total 8000] [--children N] [--chunks N] [--retain]
  *
  * `--children` changes how many are in flight (a smaller S9u for valgrind's one core, say);
  * `--retain` uses the default store, which keeps every transcript after its child is disposed.
@@ -36,11 +37,13 @@ const { values } = parseArgs({
     warmup: { type: 'string' },
     total: { type: 'string' },
     children: { type: 'string' },
+    chunks: { type: 'string', default: '100' },
     retain: { type: 'boolean', default: false },
   },
 })
 const THREADS = Number(values.threads)
-const STREAM = { chunks: 100, intervalMs: 20 }
+// About 2 s whatever the length (the model id carries whole milliseconds).
+const STREAM = { chunks: Number(values.chunks), intervalMs: Math.max(1, Math.round(2000 / Number(values.chunks))) }
 
 /** Each workload: children in flight, the unit CPU is counted in, and one round of `total`. */
 const WORKLOADS = {
