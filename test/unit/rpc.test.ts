@@ -139,6 +139,35 @@ describe('rpc', () => {
     expect(remote?.reason).toEqual({ kind: 'parent' })
   })
 
+  it('a call the caller cancelled streams and answers nothing more, and no longer counts as running', async () => {
+    let emit: ((chunk: { type: 'text-delta'; text: string }) => boolean) | undefined
+    let finish: (() => void) | undefined
+    const { client, server, frames } = pair({
+      model: (_payload, context) =>
+        new Promise((resolve) => {
+          emit = context.emit
+          finish = () => resolve(null)
+        }),
+    })
+    const controller = new AbortController()
+    const call = client.call('model', { provider: 'p' }, { signal: controller.signal })
+    await until(() => emit !== undefined, 'the call to reach the far side')
+    expect(emit!({ type: 'text-delta', text: 'before' })).toBe(true)
+    expect(server.running).toBe(1)
+    controller.abort({ kind: 'parent' })
+    await expect(call).rejects.toEqual({ kind: 'parent' })
+    await until(() => server.running === 0, 'the cancel to reach the far side')
+    expect(emit!({ type: 'text-delta', text: 'after' })).toBe(false)
+    finish!()
+    // A later call's result crosses after anything the cancelled call could still have sent.
+    await client.call('tool', { name: 't', callId: 'x', args: {} })
+    // The delta before the cancel crossed; nothing after it did, the result included.
+    expect(frames.flat()).toEqual([
+      { type: 'rpc/chunks', child: 'c1', call: 1, chunks: ['before'] },
+      { type: 'rpc/result', child: 'c1', call: 2, value: { text: 'unused', concluded: false } },
+    ])
+  })
+
   it('closing rejects every pending call and every later one: nothing hangs', async () => {
     const { client } = pair({ model: () => new Promise(() => {}), tool: () => new Promise(() => {}) })
     const pending = [client.call('model', { provider: 'p' }), client.call('tool', { name: 't', callId: 'x', args: {} })]
