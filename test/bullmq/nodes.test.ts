@@ -30,6 +30,7 @@ import { Watch } from '../support/watch.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const HOST_DIES = fileURLToPath(new URL('../fixtures/remote-host-dies.mjs', import.meta.url))
+const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
 const REDIS = BULLMQ?.redis ?? ''
 /** The depth-1 BullMQ queue behind a transport's `queue`. */
 const depth1 = (queue: string) => `${queue}-v${PROTOCOL_VERSION}-depth1`
@@ -44,15 +45,15 @@ class Scope {
     await Promise.all(this.nodes.map((node) => node.stop()))
   }
 
-  async node(queue: string, options: { maxThreads?: number; childrenPerWorker?: number; extra?: string[] } = {}): Promise<TestNode> {
-    const started = await startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: options.maxThreads ?? 1, childrenPerWorker: options.childrenPerWorker ?? 2, ...(options.extra ? { extra: options.extra } : {}) })
+  async node(queue: string, options: { maxThreads?: number; childrenPerWorker?: number; extra?: string[]; module?: string } = {}): Promise<TestNode> {
+    const started = await startTestNode({ redis: REDIS, queue, modules: [options.module ?? FAULT_MODULE], maxThreads: options.maxThreads ?? 1, childrenPerWorker: options.childrenPerWorker ?? 2, ...(options.extra ? { extra: options.extra } : {}) })
     this.nodes.push(started)
     return started
   }
 
-  host(queue: string, script: ScriptEntry[] = [], options: { abortGraceMs?: number; nodeSilenceMs?: number } = {}) {
-    const { nodeSilenceMs, ...rest } = options
-    const made = createHost({ transport: bullmqTransport({ connection: REDIS, queue, ...(nodeSilenceMs ? { nodeSilenceMs } : {}) }), agentModule: FAULT_MODULE, ...rest })
+  host(queue: string, script: ScriptEntry[] = [], options: { abortGraceMs?: number; nodeSilenceMs?: number; module?: string } = {}) {
+    const { nodeSilenceMs, module = FAULT_MODULE, ...rest } = options
+    const made = createHost({ transport: bullmqTransport({ connection: REDIS, queue, ...(nodeSilenceMs ? { nodeSilenceMs } : {}) }), agentModule: module, ...rest })
     this.hosts.push(made)
     const model = new ScriptedModel(script)
     made.models.register('scripted', model)
@@ -359,6 +360,24 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await my.node(queue)
     const { host: h, parent } = my.host(queue, [], PATIENT)
     await expectCancelledMidStream(h, parent)
+  })
+
+  it("a forged host-model call from module code on a node is served and counted by the host: its usage is in totalUsage though the runner never recorded it", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    await my.node(queue, { module: WIRE_MODULE })
+    const forged = { frame: [{ type: 'rpc/call', child: '$self', call: 777, method: 'model', payload: { provider: 'scripted' } }], reply: 777 }
+    const served = { type: 'usage' as const, inputTokens: 500, outputTokens: 70 }
+    const { host: h, model, parent } = my.host(queue, [toolCallResponse('f', 'forge', forged), [served, { type: 'finish', reason: 'stop' }], textResponse('done')], { ...PATIENT, module: WIRE_MODULE })
+    const child = await h.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal })
+    const result = await child.result
+    const events = h.agents.get(child.id)!.session.events
+    await child.dispose()
+    expect(model.requests).toHaveLength(3)
+    const reported = events.flatMap((event) => (event.type === 'assistant/message' && event.data.usage ? [event.data.usage] : []))
+    const sum = (key: 'inputTokens' | 'outputTokens') => reported.reduce((total, usage) => total + usage[key], 0)
+    expect(result).toMatchObject({ stopReason: 'completed', usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens') } })
+    expect(result.totalUsage).toEqual({ inputTokens: sum('inputTokens') + 500, outputTokens: sum('outputTokens') + 70 })
   })
 
   it('after an abort the node gives a stuck child abortGraceMs, then terminates its thread', async ({ expect, onTestFinished }) => {
