@@ -10,9 +10,9 @@
  *               module and says `ready` (a node: once a thread of the host's module said it).
  *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a
  *               settlement notice); drop (let go of a child that is not running, or that broke
- *               the protocol); rpc replies (a frame's text deltas, of every child, in one
- *               `rpc/texts`; the host records each delta of a host model as the child's next
- *               event as it sends it, and the runner as it receives it). To a node, a create
+ *               the protocol); rpc replies (a model call's chunks held until its result, or until
+ *               anything else of the child goes; the host records each delta of a host model as
+ *               the child's next event as it streams, and the runner as it receives it). To a node, a create
  *               answers its take, or places the child there directly on the room it told (see
  *               src/remote).
  *               runner: created | create-failed; events (and a frame's text chunks, of every
@@ -32,7 +32,7 @@ import { WireError } from './shapes/error.js'
 import { NoticeFields } from './shapes/notice.js'
 import { ToolSchema } from './shapes/model.js'
 import { RUNNER_BOUNDS } from './bounds.js'
-import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn, RpcTexts } from './rpc.js'
+import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
 import { anything, arrayOf, boolean, closed, count, ref, string, union, variant, type Wire } from './schema.js'
 import { KnownSessionEvent, type KnownSessionEventSchema, type SessionEvent } from './shapes/session.js'
 import type { StreamChunkSchema } from './shapes/stream.js'
@@ -40,7 +40,7 @@ import { share } from './validate.js'
 import { sideBySide } from './outbox.js'
 
 /** Bumped whenever a message or the remote envelope (src/remote/envelope.ts) changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 17
+export const PROTOCOL_VERSION = 18
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -95,7 +95,6 @@ export const HostMessage = {
     /** Let go of a child: not yet running, or one the host gave up on. */
     variant('drop', { child }),
     RpcChunks,
-    RpcTexts,
     RpcReturn,
     RpcFailure,
     variant('ping', { n: count }),

@@ -2,15 +2,15 @@
  * The typed RPC for calls a child makes into the host (host-placed models and tools). One method
  * map, shared by caller and server: each method's payload and result schema give both ends their
  * types, and the server checks every payload before a handler sees it (the host trusts nothing
- * the runner sends). Calls are addressed by child and numbered per child; a model call streams
- * its chunks before its result, each text delta as it was emitted (the host records each as an
- * event of the child as it sends it, and the runner as it receives it); an abort crosses as a
+ * the runner sends). Calls are addressed by child and numbered per child; a model call's chunks
+ * cross before or with its result, in the order they were emitted (the host records each text
+ * delta as an event of the child as it streams, and the runner as it receives it); an abort crosses as a
  * reason and becomes an aborted signal on the far side; every pending call rejects when the
  * channel closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
  */
 import { fromWireError, toWireError, WireError } from './shapes/error.js'
 import { ToolRef } from './shapes/model.js'
-import { sideBySide, type Sink } from './outbox.js'
+import type { Sink } from './outbox.js'
 import { anything, arrayOf, boolean, closed, object, ref, string, variant, type Wire } from './schema.js'
 import { StreamChunk, type StreamChunkSchema } from './shapes/stream.js'
 import { ProtocolError, validator, type Validator } from './validate.js'
@@ -69,12 +69,6 @@ export const RpcChunks = variant('rpc/chunks', { child, call, chunks: { ...wireC
 /** The result; the call's last chunks ride with it when they were not sent yet. */
 export const RpcReturn = variant('rpc/result', { child, call, value: anything, chunks: wireChunks }, ['value', 'chunks'])
 export const RpcFailure = variant('rpc/error', { child, call, error: WireError })
-/**
- * Host → runner: a frame's text deltas, of every child's model call, side by side (child,
- * call, text, child, call, text ...) in one list, where an `rpc/chunks` message a delta cost the
- * clone and the runner's check an object each (see flatTexts).
- */
-export const RpcTexts = variant('rpc/texts', { texts: { type: 'array', minItems: 3, items: { anyOf: [string, call] } } })
 type RpcChunks = Wire<typeof RpcChunks, [StreamChunkSchema]>
 type RpcReturn = Wire<typeof RpcReturn, [StreamChunkSchema]>
 export type RpcReply = RpcChunks | RpcReturn | Wire<typeof RpcFailure>
@@ -132,11 +126,6 @@ export class RpcClient {
     else pending.reject(new ProtocolError(`the host sent a malformed result for a "${pending.method}" call`))
   }
 
-  /** A text delta of call `call`, from a frame's `rpc/texts`; dropped, as any reply is, when the call is no longer pending. */
-  text(call: number, text: string): void {
-    this.#pending.get(call)?.onChunk?.({ type: 'text-delta', text })
-  }
-
   /** Rejects every pending call and every later one with an Error saying `why` (made only when needed). */
   close(why: string): void {
     if (this.#closed) return
@@ -163,11 +152,26 @@ interface ActiveCall {
    * signal's own getter checks its receiver first.
    */
   cancelled: boolean
-  /** The chunks message queued in the sink's current epoch, still open for more chunks (or for the result). */
-  open: { message: RpcChunks | RpcReturn; epoch: number } | undefined
 }
 
-/** The serving side, one per child: checks each payload, then runs its handler with its own AbortController. */
+/**
+ * Chunks one call holds before it sends them: a call's whole stream, as a rule, crosses with its
+ * result. More than this, and what it holds is sent as it is, so no one message grows without end.
+ */
+export const HELD_CHUNKS = 4096
+
+/**
+ * The serving side, one per child: checks each payload, then runs its handler with its own
+ * AbortController.
+ *
+ * A model call's chunks are held, not sent as they come: they cross with the call's result, in
+ * one message, or before anything else this server sends (a reply, a mute: the abort that follows
+ * it). The host records a host model's text as it streams (host-calls.ts), and the caller's loop
+ * reads a step's chunks only once the stream is over, so nothing on the far side waits for them;
+ * a thousand children streaming at once then wake their runners once a step, not once a chunk.
+ * The far side gets every chunk in the order the host recorded it, before any message sent after
+ * it: both records hold the same events in the same order when the step ends.
+ */
 export class RpcServer {
   readonly #child: string
   readonly #sink: Sink<RpcReply>
@@ -175,6 +179,8 @@ export class RpcServer {
   readonly #active = new Map<number, ActiveCall>()
   /** Calls of this method stream nothing more (see mute). */
   #muted: RpcMethod | undefined
+  /** The chunks one call streamed and this server did not send yet: one call's at a time, so they cross in the order they came. */
+  #held: { active: ActiveCall; message: RpcChunks } | undefined
 
   constructor(child: string, sink: Sink<RpcReply>, handlers: RpcHandlers) {
     this.#child = child
@@ -192,7 +198,10 @@ export class RpcServer {
   receive(message: RpcCall | RpcCancel): void {
     if (message.type === 'rpc/cancel') {
       const active = this.#active.get(message.call)
-      if (active) cancel(active, message.reason)
+      if (!active) return
+      // What it streamed before the cancel goes as it would have without holding: the caller drops it.
+      if (this.#held?.active === active) this.#release()
+      cancel(active, message.reason)
       return
     }
     const id = message.call
@@ -201,7 +210,7 @@ export class RpcServer {
     if (!check(message.payload)) {
       return this.#fail(id, new ProtocolError(`invalid payload for rpc method "${message.method}": ${check.explain(message.payload, 'payload')}`))
     }
-    const active: ActiveCall = { method: message.method, controller: new AbortController(), cancelled: false, open: undefined }
+    const active: ActiveCall = { method: message.method, controller: new AbortController(), cancelled: false }
     this.#active.set(id, active)
     const context: CallContext = { signal: active.controller.signal, emit: (chunk) => this.#emit(id, active, chunk) }
     const handler = this.#handlers[message.method] as (payload: unknown, context: CallContext) => Promise<unknown>
@@ -213,54 +222,64 @@ export class RpcServer {
 
   /**
    * Its calls of `method`, running and later ones, stream nothing more from now on (a cancelled
-   * child's model: the host told the caller to stop, which cancels them itself).
+   * child's model: the host tells the caller to stop, which cancels them itself). What they
+   * streamed before goes now, ahead of whatever is sent next.
    */
   mute(method: RpcMethod): void {
+    this.#release()
     this.#muted = method
   }
 
-  /** Aborts every call still running (the far side is gone). */
+  /** Aborts every call still running (the far side is gone: what they hold goes nowhere). */
   close(reason: unknown): void {
+    this.#held = undefined
     for (const active of this.#active.values()) cancel(active, reason)
     this.#active.clear()
   }
 
   #emit(id: number, active: ActiveCall, chunk: StreamChunk): boolean {
     if (this.#active.get(id) !== active || active.cancelled || active.method === this.#muted) return false
-    const chunks = this.#open(active)?.chunks
-    if (chunks) {
-      chunks.push(toWireChunk(chunk))
-    } else {
-      const message = { type: 'rpc/chunks' as const, child: this.#child, call: id, chunks: [toWireChunk(chunk)] }
-      active.open = { message, epoch: this.#sink.epoch }
-      this.#sink.push(message)
+    const held = this.#held
+    if (held?.active === active) {
+      held.message.chunks.push(toWireChunk(chunk))
+      if (held.message.chunks.length >= HELD_CHUNKS) this.#release()
+      return true
     }
+    this.#release()
+    this.#held = { active, message: { type: 'rpc/chunks', child: this.#child, call: id, chunks: [toWireChunk(chunk)] } }
     return true
   }
 
-  /** The chunks message still queued in this epoch, if any. */
-  #open(active: ActiveCall): { chunks?: WireChunk[] } | undefined {
-    return active.open?.epoch === this.#sink.epoch ? active.open.message : undefined
+  /** Sends what a call holds, if one does. */
+  #release(): void {
+    const held = this.#held
+    if (!held) return
+    this.#held = undefined
+    this.#sink.push(held.message)
   }
 
-  /** A result whose last chunks are still queued turns that message into the result: one message, not two. */
+  /** The result takes the chunks its call still holds: one message, not two. */
   #return(id: number, active: ActiveCall, value: unknown): void {
-    const open = this.#open(active) as RpcReturn | undefined
-    if (!open || this.#active.get(id) !== active || active.cancelled) {
+    const held = this.#held
+    if (held?.active !== active || this.#active.get(id) !== active || active.cancelled) {
       return this.#reply(id, active, { type: 'rpc/result', child: this.#child, call: id, ...(value === null ? {} : { value }) })
     }
+    this.#held = undefined
     this.#active.delete(id)
-    open.type = 'rpc/result'
-    if (value !== null) open.value = value
+    const result: RpcReturn = Object.assign(held.message, { type: 'rpc/result' as const })
+    if (value !== null) result.value = value
+    this.#sink.push(result)
   }
 
   #reply(id: number, active: ActiveCall, reply: RpcReply): void {
     if (this.#active.get(id) !== active) return
     this.#active.delete(id)
+    this.#release()
     if (!active.cancelled) this.#sink.push(reply)
   }
 
   #fail(id: number, error: Error): void {
+    this.#release()
     this.#sink.push({ type: 'rpc/error', child: this.#child, call: id, error: toWireError(error) })
   }
 }
@@ -268,35 +287,4 @@ export class RpcServer {
 function cancel(active: ActiveCall, reason: unknown): void {
   active.cancelled = true
   active.controller.abort(reason)
-}
-
-type FlatTexts = Wire<typeof RpcTexts>
-/** The messages of a frame, as far as flatTexts reads them. */
-type Flattened = { type: string; child?: string; call?: number; chunks?: unknown[] }
-
-/**
- * A frame with its text-only `rpc/chunks` messages (S9's fan-in sends one a child and delta) side
- * by side in one `rpc/texts`, at the first one's place, each child's messages in their order.
- */
-export function flatTexts<M extends Flattened>(frame: M[]): Array<M | FlatTexts> {
-  return sideBySide(frame, joinTexts, (texts: FlatTexts['texts']): FlatTexts => ({ type: 'rpc/texts', texts }))
-}
-
-function joinTexts(message: Flattened, texts: FlatTexts['texts']): boolean {
-  if (message.type !== 'rpc/chunks' || !message.chunks!.every((chunk) => typeof chunk === 'string')) return false
-  for (const text of message.chunks as string[]) texts.push(message.child!, message.call!, text)
-  return true
-}
-
-/**
- * Calls `each` with every (child, call, text) of an `rpc/texts` list, once the whole list was
- * read as such; when it is not, calls it for none and says why.
- */
-export function forEachText(texts: ReadonlyArray<string | number>, each: (child: string, call: number, text: string) => void): ProtocolError | undefined {
-  let read = texts.length % 3 === 0
-  // The frame's check has read each item as a text or a call number: here, each at its place.
-  for (let i = 0; read && i < texts.length; i += 3) read = typeof texts[i] === 'string' && typeof texts[i + 1] === 'number' && typeof texts[i + 2] === 'string'
-  if (!read) return new ProtocolError(`the host sent an 'rpc/texts' message whose ${texts.length} items are not a child, a call and a text each`)
-  for (let i = 0; i < texts.length; i += 3) each(texts[i] as string, texts[i + 1] as number, texts[i + 2] as string)
-  return undefined
 }

@@ -9,7 +9,6 @@
 import { setMaxListeners } from 'node:events'
 import { Outbox } from '../protocol/outbox.js'
 import { childOf, flatEvents, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
-import { forEachText } from '../protocol/rpc.js'
 import { isHostFrame } from '../protocol/validators.js'
 import { toWireError } from '../protocol/shapes/error.js'
 import { ProtocolError } from '../protocol/validate.js'
@@ -244,13 +243,6 @@ export class HostLink implements HostEnd {
       case 'drop':
         if (this.#taking.has(message.child)) return this.#dropTaken(message.child)
         return this.#children.get(message.child)?.fromHost(message)
-      case 'rpc/texts': {
-        // Each to its child's thread, whose channel lays a frame's texts side by side again.
-        const relay = (child: string, call: number, text: string) => this.#children.get(child)?.fromHost({ type: 'rpc/chunks', child, call, chunks: [text] })
-        const malformed = forEachText(message.texts, relay)
-        if (malformed) this.#fatal(malformed)
-        return
-      }
       default:
         // A message for a child that already left needs nothing.
         this.#children.get(message.child)?.fromHost(message)

@@ -55,7 +55,7 @@ export class RunnerChild {
   #composed: ComposedChild | undefined
   /** The types of the next events, which the host recorded itself (a publish: the turn's start and prompt). */
   #hostRecorded: SessionEvent['type'][] = []
-  /** Its model is the host's: the host records its text deltas as it sends them, so they are not sent back. */
+  /** Its model is the host's: the host records its text deltas as they stream, so they are not sent back. */
   #hostModel = false
   /**
    * What of this child the current frame holds last: its events message, still open for more
@@ -93,12 +93,7 @@ export class RunnerChild {
     }
   }
 
-  /** A text delta of one of its host calls (from a frame's `rpc/texts`). */
-  text(call: number, text: string): void {
-    this.#rpc.text(call, text)
-  }
-
-  receive(message: Exclude<HostMessage, { type: 'welcome' | 'create' | 'ping' | 'bye' | 'rpc/texts' }>): void {
+  receive(message: Exclude<HostMessage, { type: 'welcome' | 'create' | 'ping' | 'bye' }>): void {
     switch (message.type) {
       case 'publish':
         if (this.#state !== 'built') return this.#host.fatal(new ProtocolError(`the host published child ${this.id} while it was ${this.#state}`))

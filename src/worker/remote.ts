@@ -9,11 +9,12 @@ import { isToolErrorCode } from '../protocol/validators.js'
 import type { ToolTable } from './tool-table.js'
 
 /**
- * `record` records a text delta in the child's session as it arrives: the host recorded it as it
- * sent it (host-calls.ts), so it does not cross back, and the two records keep the same seqs, an
- * aborted stream's deltas that the loop never read included. The loop then reads a delta only to
- * build its step's message, so deltas do not wake it: they wait, joined, until another chunk
- * comes or the call ends (one wake-up a step where there was one a delta).
+ * `record` records a text delta in the child's session as it arrives: the host recorded it as the
+ * model streamed it (host-calls.ts), so it does not cross back, and the two records keep the same
+ * seqs, an aborted stream's deltas that the loop never read included. The host holds a call's
+ * chunks until its result (RpcServer), so they mostly come together; the loop reads a delta only
+ * to build its step's message, so deltas do not wake it: they wait, joined, until another chunk
+ * comes or the call ends.
  */
 export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable, record: (text: string) => void): Model {
   return recordsOnArrival({

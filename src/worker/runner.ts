@@ -7,7 +7,6 @@ import { loadAgentModule } from '../agent/module-loader.js'
 import { toWireError } from '../protocol/shapes/error.js'
 import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
 import { Outbox } from '../protocol/outbox.js'
-import { forEachText } from '../protocol/rpc.js'
 import { ProtocolError } from '../protocol/validate.js'
 import { isHostFrame } from '../protocol/validators.js'
 import { RunnerChild, type ChildHost } from './child.js'
@@ -74,12 +73,6 @@ export class Runner {
         const child = new RunnerChild(message.child, this.#childHost(this.#config, this.#local))
         this.#children.set(message.child, child)
         void child.build(message)
-        return
-      }
-      case 'rpc/texts': {
-        // A text for a child that is already gone needs nothing, as any message for it.
-        const malformed = forEachText(message.texts, (child, call, text) => this.#children.get(child)?.text(call, text))
-        if (malformed) this.#fatal(malformed)
         return
       }
       default:

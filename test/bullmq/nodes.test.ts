@@ -751,7 +751,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const run = await linked.first
     // The child asks for its host model, which streams and holds: the host holds a call of it.
     await linked.fake.send([{ type: 'rpc/call', child: given, call: 1, method: 'model', payload: { provider: 'scripted' } }])
-    await linked.fake.hears('rpc/texts')
+    await eventOf(run, 'assistant/chunk')
     await linked.fake.send([{ type: 'hello', v: PROTOCOL_VERSION }], 'second')
     await eventOf(run, 'child/moved')
     // Queued again (the new link proved nothing yet), and taken by a node of the test's.

@@ -1,6 +1,6 @@
 /**
  * The two ends of a host↔node link, driven by hand (no Redis): the node's version check of the
- * host's welcome, its distrust of a malformed frame (an `rpc/texts` of no triples too), its take of a child and the host's answers
+ * host's welcome, its distrust of a malformed frame, its take of a child and the host's answers
  * (the create, a refusal, a drop before the child is on a thread), a child the host places
  * directly, the node's room as it tells it and as the host counts it, and the host's distrust of
  * a node that speaks of a child it was not given or of room past belief.
@@ -55,13 +55,6 @@ describe("a node's link to a host", () => {
     const { link, sent, ended } = hostLink()
     link.receive([{ type: 'publish', child: 7 }])
     expect(sent.at(-1)).toMatchObject({ type: 'fatal', error: { message: expect.stringContaining('the host sent a malformed frame') } })
-    expect(ended()).toBe(true)
-  })
-
-  it("an 'rpc/texts' message whose items are not a child, a call and a text each ends the link, saying so", async () => {
-    const { link, sent, ended } = hostLink()
-    link.receive([{ type: 'rpc/texts', texts: ['c', 'one', 1] }])
-    expect(sent.at(-1)).toMatchObject({ type: 'fatal', error: { message: "the host sent an 'rpc/texts' message whose 3 items are not a child, a call and a text each" } })
     expect(ended()).toBe(true)
   })
 

@@ -75,18 +75,6 @@ describe('runner channel: handshake', () => {
     ])
   })
 
-  it("a runner refuses an 'rpc/texts' message whose items are not a child, a call and a text each, and says so", async () => {
-    const frames: unknown[][] = []
-    const runner = new Runner((frame) => void frames.push(frame))
-    runner.receive([{ type: 'welcome', v: PROTOCOL_VERSION, config: { maxParallelToolCalls: 8 } }])
-    runner.receive([{ type: 'rpc/texts', texts: ['c1', 'one', 1] }])
-    await turn()
-    expect(frames.flat()).toContainEqual({
-      type: 'fatal',
-      error: expect.objectContaining({ name: 'ProtocolError', message: "the host sent an 'rpc/texts' message whose 3 items are not a child, a call and a text each" }),
-    })
-  })
-
   it('a runner that cannot read a frame from the host gives up on the channel and says why', async () => {
     const frames: unknown[][] = []
     const runner = new Runner((frame) => void frames.push(frame))

@@ -1,7 +1,7 @@
 /** The typed RPC in src/protocol: per-child ids, streamed chunks, payloads checked by the server, abort crossing as a reason, no hung call on close. */
 import { describe, expect, it } from 'vitest'
 import { flatEvents } from '../../dist/protocol/messages.js'
-import { flatTexts, forEachText, RpcClient, RpcServer, type RpcHandlers, type RpcReply } from '../../dist/protocol/rpc.js'
+import { HELD_CHUNKS, RpcClient, RpcServer, type RpcHandlers, type RpcReply } from '../../dist/protocol/rpc.js'
 import type { RunnerMessage } from '../../dist/protocol/messages.js'
 
 type CallMessage = Extract<RunnerMessage, { type: 'rpc/call' | 'rpc/cancel' }>
@@ -52,13 +52,17 @@ function pair(handlers: Partial<RpcHandlers>) {
 }
 
 describe('rpc', () => {
-  it('streams chunks before the result, each text delta as it was emitted (each is an event the host records), all in one message', async () => {
+  it("holds a call's chunks, each text delta as it was emitted (each is an event the host records), and sends them with its result in one message, across turns", async () => {
     const sent: boolean[] = []
+    const turn = () => new Promise((resolve) => setImmediate(resolve))
     const { client, frames } = pair({
       async model(_payload, { emit }) {
         sent.push(emit({ type: 'text-delta', text: 'a' }))
+        await turn()
         sent.push(emit({ type: 'text-delta', text: 'b' }))
+        await turn()
         sent.push(emit({ type: 'usage', inputTokens: 1, outputTokens: 2 }))
+        await turn()
         sent.push(emit({ type: 'text-delta', text: 'c' }))
         return null
       },
@@ -73,7 +77,7 @@ describe('rpc', () => {
       { type: 'text-delta', text: 'c' },
     ])
     expect(value).toBeNull()
-    // The chunks and the result crossed together, as one message.
+    // The chunks and the result crossed together, as one message, though the frames of three turns went by.
     expect(frames).toHaveLength(1)
     expect(frames[0]!.map((m) => m.type)).toEqual(['rpc/result'])
     // Text deltas cross as their bare text, any other chunk whole.
@@ -191,7 +195,7 @@ describe('rpc', () => {
     expect(signals.map((s) => s.aborted)).toEqual([true, true])
   })
 
-  it('a muted method streams nothing more, from its running calls and from later ones, and says so; its results and other methods still cross', async () => {
+  it('a muted method streams nothing more, from its running calls and from later ones, and says so; what it held goes at the mute; its results and other methods still cross', async () => {
     let open!: () => void
     const go = { promise: new Promise<void>((resolve) => (open = resolve)), resolve: () => open() }
     const emitted: boolean[] = []
@@ -208,8 +212,12 @@ describe('rpc', () => {
     })
     const running: unknown[] = []
     const first = client.call('model', { provider: 'p' }, { onChunk: (chunk) => running.push(chunk) })
-    await until(() => running.length === 1, 'the first delta')
+    await until(() => emitted.length === 1, 'the first delta')
+    // Held: a frame goes by, and nothing of it crosses.
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(frames).toEqual([])
     server.mute('model')
+    await until(() => running.length === 1, 'the held delta, sent at the mute')
     go.resolve()
     await expect(first).resolves.toBeNull()
     const later: unknown[] = []
@@ -220,39 +228,59 @@ describe('rpc', () => {
     await expect(client.call('tool', { name: 't', callId: 'x', args: {} })).resolves.toMatchObject({ text: 'still served' })
     expect(frames.flat().filter((m) => m.type === 'rpc/chunks' || m.type === 'rpc/result').flatMap((m) => m.chunks ?? [])).toEqual(['before'])
   })
-})
 
-describe("a frame's text deltas, side by side in one rpc/texts", () => {
-  const chunks = (child: string, call: number, ...chunks: unknown[]) => ({ type: 'rpc/chunks', child, call, chunks })
-
-  it("lays every child's text deltas in one list at the first one's place, each its own triple; the frame's other messages keep theirs", () => {
-    const ping = { type: 'ping', n: 1 }
-    const frame = [ping, chunks('a', 1, 'one', 'two'), chunks('b', 4, 'uno'), { type: 'publish', child: 'c', prompt: [] }, chunks('c', 1, 'eins')]
-    expect(flatTexts(frame)).toEqual([ping, { type: 'rpc/texts', texts: ['a', 1, 'one', 'a', 1, 'two', 'b', 4, 'uno'] }, frame[3], chunks('c', 1, 'eins')])
+  it("what a call holds goes ahead of anything else the server sends: another call's reply, another call's chunks, an error", async () => {
+    const replies: RpcReply[] = []
+    const emits: Array<(chunk: { type: 'text-delta'; text: string }) => boolean> = []
+    const ends: Array<() => void> = []
+    const server = new RpcServer('c1', { epoch: 0, push: (m) => replies.push(m) }, {
+      model: (_payload, { emit }) => new Promise((resolve) => (emits.push(emit), ends.push(() => resolve(null)))),
+      tool: async () => ({ text: 'tool', concluded: false }),
+    })
+    const call = (call: number, method: 'model' | 'tool') =>
+      server.receive({ type: 'rpc/call', child: 'c1', call, method, payload: method === 'model' ? { provider: 'p' } : { name: 't', callId: 'x', args: {} } })
+    call(1, 'model')
+    call(2, 'model')
+    emits[0]!({ type: 'text-delta', text: 'one' })
+    emits[0]!({ type: 'text-delta', text: 'two' })
+    expect(replies).toEqual([])
+    // Another call's chunk: the first call's go before it is held.
+    emits[1]!({ type: 'text-delta', text: 'uno' })
+    expect(replies).toEqual([{ type: 'rpc/chunks', child: 'c1', call: 1, chunks: ['one', 'two'] }])
+    // Another call's reply: what the second holds goes first.
+    call(3, 'tool')
+    await until(() => replies.length === 3, "the tool's result")
+    expect(replies.slice(1)).toEqual([
+      { type: 'rpc/chunks', child: 'c1', call: 2, chunks: ['uno'] },
+      { type: 'rpc/result', child: 'c1', call: 3, value: { text: 'tool', concluded: false } },
+    ])
+    // A refused call: what the first holds now goes before the error.
+    emits[0]!({ type: 'text-delta', text: 'three' })
+    call(1, 'model')
+    expect(replies.slice(3)).toEqual([{ type: 'rpc/chunks', child: 'c1', call: 1, chunks: ['three'] }, expect.objectContaining({ type: 'rpc/error', call: 1 })])
+    for (const end of ends) end()
+    await until(() => replies.length === 7, 'both results')
+    expect(replies.slice(5)).toEqual([
+      { type: 'rpc/result', child: 'c1', call: 1 },
+      { type: 'rpc/result', child: 'c1', call: 2 },
+    ])
   })
 
-  it("keeps a child's delta apart once anything else of that child came after the list's place: each child's order holds", () => {
-    const frame = [chunks('a', 1, 'one'), { type: 'abort', child: 'a' }, chunks('a', 2, 'two'), chunks('b', 1, 'uno')]
-    expect(flatTexts(frame)).toEqual([{ type: 'rpc/texts', texts: ['a', 1, 'one', 'b', 1, 'uno'] }, frame[1], frame[2]])
-  })
-
-  it('leaves alone the chunks that are not all text deltas, and a result with its chunks; a frame with none is itself', () => {
-    const usage = chunks('a', 1, { type: 'usage', inputTokens: 1, outputTokens: 1 })
-    const two = chunks('b', 1, 'x', { type: 'usage', inputTokens: 1, outputTokens: 1 })
-    const result = { type: 'rpc/result', child: 'c', call: 1, chunks: ['last'] }
-    const frame = [usage, two, result]
-    expect(flatTexts(frame)).toBe(frame)
-  })
-
-  it('reads a list back as (child, call, text), or calls nothing and says why when its items are not such triples', () => {
-    const read: unknown[] = []
-    expect(forEachText(['a', 1, 'one', 'b', 2, 'uno'], (...triple) => read.push(triple))).toBeUndefined()
-    expect(read).toEqual([['a', 1, 'one'], ['b', 2, 'uno']])
-    for (const texts of [['a', 1], ['a', 'one', 1], [1, 'a', 'one'], ['a', 1, 'one', 'b', 'x', 'uno']]) {
-      const error = forEachText(texts, () => read.push('called'))
-      expect(error).toMatchObject({ name: 'ProtocolError', message: `the host sent an 'rpc/texts' message whose ${texts.length} items are not a child, a call and a text each` })
-    }
-    expect(read).toHaveLength(2)
+  it(`a call holding ${HELD_CHUNKS} chunks sends them and holds on, so no message grows without end; a closed server sends nothing it held`, async () => {
+    const replies: RpcReply[] = []
+    let emit!: (chunk: { type: 'text-delta'; text: string }) => boolean
+    const server = new RpcServer('c1', { epoch: 0, push: (m) => replies.push(m) }, {
+      model: (_payload, context) => ((emit = context.emit), new Promise(() => {})),
+      tool: noTool,
+    })
+    server.receive({ type: 'rpc/call', child: 'c1', call: 1, method: 'model', payload: { provider: 'p' } })
+    for (let i = 0; i < HELD_CHUNKS + 2; i++) emit({ type: 'text-delta', text: String(i) })
+    expect(replies).toHaveLength(1)
+    expect(replies[0]).toMatchObject({ type: 'rpc/chunks', call: 1 })
+    expect((replies[0] as { chunks: unknown[] }).chunks).toEqual(Array.from({ length: HELD_CHUNKS }, (_, i) => String(i)))
+    server.close({ kind: 'runner-gone' })
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(replies).toHaveLength(1)
   })
 })
 

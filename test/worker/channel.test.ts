@@ -87,7 +87,7 @@ describe.each(POOLED)('%s transport', (isolation) => {
       expect(sent).toEqual({ texts: 3 * children, text: 0, whole: 0 })
     })
 
-    it("a host model's text deltas to many children on one runner cross side by side in a frame's rpc/texts, and each child streams its own, in order", async () => {
+    it("a host model's text deltas cross to the runner with their call's result, one message a call, though frames went by between them; each child streams its own, in order", async () => {
       const children = 300
       const { host, parent, run } = workerHost([], { pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: children } })
       // Each child's first delta comes alone in its call's stream; the rest once every child has streamed its first.
@@ -102,8 +102,8 @@ describe.each(POOLED)('%s transport', (isolation) => {
       }
       host.models.register('waves', waves)
       const runs = await Promise.all(Array.from({ length: children }, (_, i) => host.spawn.start({ prompt: String(i), parent, agentOptions: { provider: 'waves' } })))
-      // The host records each delta as it sends it; the frame carrying them goes at the end of this
-      // turn (the outbox's setImmediate, queued before this one), before the rest is streamed.
+      // The host records each delta as the model streams it, and holds it: the frames of this turn
+      // (the outbox's setImmediate, queued before this one) go by without it.
       await Promise.all(runs.map((child) => eventOf(child, 'assistant/chunk')))
       await new Promise((resolve) => setImmediate(resolve))
       wave.open()
@@ -112,10 +112,10 @@ describe.each(POOLED)('%s transport', (isolation) => {
         expect(streamedRuns(host.agents.get(child.id)!.session.events)).toEqual([`${i}.0 ${i}.1`])
         await child.dispose()
       }
-      // Every first delta crossed in a frame's rpc/texts, none alone (the second rode its call's result).
+      // Both deltas of each call crossed with its result: one message a call.
       host.models.register('deltas', new ScriptedModel([toolCallResponse('d', 'deltas_received', {}), textResponse('counted')]))
       const { events } = await run({ agentOptions: { provider: 'deltas' } })
-      expect((events.find((e) => e.type === 'tool/result')!.data as { value: unknown }).value).toEqual({ texts: children, alone: 0 })
+      expect((events.find((e) => e.type === 'tool/result')!.data as { value: unknown }).value).toEqual({ messages: children, deltas: 2 * children })
     })
   })
 

@@ -15,7 +15,7 @@ export interface Model {
 
 /**
  * Models whose text deltas are recorded as they arrive, by the transport that brings them (a
- * host-placed model on a runner: the host records each delta as it sends it, and the runner as it
+ * host-placed model on a runner: the host records each delta as it streams, and the runner as it
  * receives it, so both copies of the record hold the same chunks at the same seqs). The loop
  * reads their text but does not record it again. A brand on the model (made once a child), not a
  * WeakSet entry, which the collector would have to trace as an ephemeron.

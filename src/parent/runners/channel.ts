@@ -27,7 +27,6 @@
 import { childOf, PROTOCOL_VERSION, type ChildFault, type HostMessage, type RunnerConfig, type RunnerMessage } from '../../protocol/messages.js'
 import { fromWireError } from '../../protocol/shapes/error.js'
 import { Outbox } from '../../protocol/outbox.js'
-import { flatTexts } from '../../protocol/rpc.js'
 import { isRunnerFrame, isRunnerMessage } from '../../protocol/validators.js'
 import { describeShape } from '../../protocol/values.js'
 import { messageOf } from '../../protocol/errors.js'
@@ -121,7 +120,7 @@ export class RunnerChannel {
     this.config = options.config
     this.#options = options
     this.outbox = new Outbox<HostMessage>({
-      send: (frame) => options.send(flatTexts(frame)),
+      send: options.send,
       ownerOf: childOf,
       unsendable: (message, error) => {
         const child = this.#children.get(childOf(message) ?? '')

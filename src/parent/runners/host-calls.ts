@@ -7,8 +7,9 @@
  * and the system prompt come from the spec the host holds, and the conversation from the host's
  * own copy of the child's session (the events the host checked, in the order the runner recorded
  * them, which is the order the loop reads them in). The runner says only which tools it sees.
- * The model's text deltas the host records itself, each as it sends it: the runner records it as
- * it arrives and does not send it back, so no runner can put words in the model's stream either.
+ * The model's text deltas the host records itself, each as the model streams it (the RPC server
+ * holds them for the runner until the call's result): the runner records each as it arrives and
+ * does not send it back, so no runner can put words in the model's stream either.
  */
 import { childSystemPrompt } from '../../agent/child.js'
 import { runToolCall, unknownTool } from '../../agent/tools/tool-call.js'
@@ -74,7 +75,7 @@ export function hostCalls(child: CallingChild): RpcHandlers {
             // Checked here, as the inline loop does, so the child gets the same error either way.
             if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
             meter?.see(chunk)
-            // Recorded as sent: a call cancelled, or muted by the child's cancel, records nothing more.
+            // Recorded as emitted: a call cancelled, or muted by the child's cancel, records nothing more.
             if (emit(chunk) && chunk.type === 'text-delta' && chunk.text !== '') child.recordText(chunk.text)
           }
           return null

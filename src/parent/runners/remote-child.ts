@@ -175,10 +175,11 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     // A child between runners has no turn running to stop: it ends here.
     if (this.#move) return this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the child was cancelled while it was being moved to another runner' } }, 'drop')
     if (this.#phase !== 'running' || this.#grace) return
-    this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
-    // Its model stream sends nothing after the abort: every delta the host recorded reaches the
-    // runner before the abort does, so both records end the step with the same chunks.
+    // Its model stream sends nothing after the abort, and what it holds goes before it: every delta
+    // the host recorded reaches the runner before the abort does, so both records end the step
+    // with the same chunks.
     this.#rpc.mute('model')
+    this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
     this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
   }
 
