@@ -11,7 +11,7 @@
  *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a
  *               settlement notice); drop (let go of a child that is not running, or that broke
  *               the protocol); rpc replies (a model call's chunks held until its result, or until
- *               anything else of the child goes; the host records each delta of a host model as
+ *               any other reply or the abort goes; the host records each delta of a host model as
  *               the child's next event as it streams, and the runner as it receives it). To a node, a create
  *               answers its take, or places the child there directly on the room it told (see
  *               src/remote).

@@ -155,10 +155,15 @@ interface ActiveCall {
 }
 
 /**
- * Chunks one call holds before it sends them: a call's whole stream, as a rule, crosses with its
- * result. More than this, and what it holds is sent as it is, so no one message grows without end.
+ * What one call holds before it sends it: a call's whole stream, as a rule, crosses with its
+ * result. More chunks than this, or more characters of text (deltas, and a tool call's
+ * arguments), and what it holds is sent as it is, so no one message grows without end.
  */
 export const HELD_CHUNKS = 4096
+export const HELD_BYTES = 1024 * 1024
+
+/** What a chunk adds to a held message, in characters: its text, or a tool call's arguments. */
+const heldSize = (chunk: WireChunk): number => (typeof chunk === 'string' ? chunk.length : chunk.type === 'tool-call' ? chunk.arguments.length + chunk.name.length : 0)
 
 /**
  * The serving side, one per child: checks each payload, then runs its handler with its own
@@ -180,7 +185,7 @@ export class RpcServer {
   /** Calls of this method stream nothing more (see mute). */
   #muted: RpcMethod | undefined
   /** The chunks one call streamed and this server did not send yet: one call's at a time, so they cross in the order they came. */
-  #held: { active: ActiveCall; message: RpcChunks } | undefined
+  #held: { active: ActiveCall; message: RpcChunks; size: number } | undefined
 
   constructor(child: string, sink: Sink<RpcReply>, handlers: RpcHandlers) {
     this.#child = child
@@ -239,14 +244,16 @@ export class RpcServer {
 
   #emit(id: number, active: ActiveCall, chunk: StreamChunk): boolean {
     if (this.#active.get(id) !== active || active.cancelled || active.method === this.#muted) return false
-    const held = this.#held
+    const wire = toWireChunk(chunk)
+    let held = this.#held
     if (held?.active === active) {
-      held.message.chunks.push(toWireChunk(chunk))
-      if (held.message.chunks.length >= HELD_CHUNKS) this.#release()
-      return true
+      held.message.chunks.push(wire)
+    } else {
+      this.#release()
+      held = this.#held = { active, message: { type: 'rpc/chunks', child: this.#child, call: id, chunks: [wire] }, size: 0 }
     }
-    this.#release()
-    this.#held = { active, message: { type: 'rpc/chunks', child: this.#child, call: id, chunks: [toWireChunk(chunk)] } }
+    held.size += heldSize(wire)
+    if (held.message.chunks.length >= HELD_CHUNKS || held.size >= HELD_BYTES) this.#release()
     return true
   }
 

@@ -1,7 +1,7 @@
 /** The typed RPC in src/protocol: per-child ids, streamed chunks, payloads checked by the server, abort crossing as a reason, no hung call on close. */
 import { describe, expect, it } from 'vitest'
 import { flatEvents } from '../../dist/protocol/messages.js'
-import { HELD_CHUNKS, RpcClient, RpcServer, type RpcHandlers, type RpcReply } from '../../dist/protocol/rpc.js'
+import { HELD_BYTES, HELD_CHUNKS, RpcClient, RpcServer, type RpcHandlers, type RpcReply } from '../../dist/protocol/rpc.js'
 import type { RunnerMessage } from '../../dist/protocol/messages.js'
 
 type CallMessage = Extract<RunnerMessage, { type: 'rpc/call' | 'rpc/cancel' }>
@@ -281,6 +281,25 @@ describe('rpc', () => {
     server.close({ kind: 'runner-gone' })
     await new Promise((resolve) => setImmediate(resolve))
     expect(replies).toHaveLength(1)
+  })
+  it(`a call holding ${HELD_BYTES} characters of text or tool-call arguments sends them and holds on`, async () => {
+    const replies: RpcReply[] = []
+    let emit!: (chunk: { type: 'text-delta'; text: string } | { type: 'tool-call'; id: string; name: string; arguments: string }) => boolean
+    const server = new RpcServer('c1', { epoch: 0, push: (m) => replies.push(m) }, {
+      model: (_payload, context) => ((emit = context.emit), new Promise(() => {})),
+      tool: noTool,
+    })
+    server.receive({ type: 'rpc/call', child: 'c1', call: 1, method: 'model', payload: { provider: 'p' } })
+    const third = 'x'.repeat(Math.ceil(HELD_BYTES / 3))
+    emit({ type: 'text-delta', text: third })
+    emit({ type: 'text-delta', text: third })
+    expect(replies).toEqual([])
+    emit({ type: 'text-delta', text: third })
+    expect(replies).toEqual([{ type: 'rpc/chunks', child: 'c1', call: 1, chunks: [third, third, third] }])
+    const args = JSON.stringify({ text: 'y'.repeat(HELD_BYTES) })
+    emit({ type: 'tool-call', id: 'k', name: 'write', arguments: args })
+    expect(replies[1]).toEqual({ type: 'rpc/chunks', child: 'c1', call: 1, chunks: [{ type: 'tool-call', id: 'k', name: 'write', arguments: args }] })
+    server.close({ kind: 'runner-gone' })
   })
 })
 
