@@ -174,8 +174,8 @@ const heldSize = (chunk: WireChunk): number => (typeof chunk === 'string' ? chun
  * it). The host records a host model's text as it streams (host-calls.ts), and the caller's loop
  * reads a step's chunks only once the stream is over, so nothing on the far side waits for them;
  * a thousand children streaming at once then wake their runners once a step, not once a chunk.
- * The far side gets every chunk in the order the host recorded it, before any message sent after
- * it: both records hold the same events in the same order when the step ends.
+ * The far side gets every chunk in the order the host recorded it, before anything this server
+ * sends after it: both records hold the same events in the same order when the step ends.
  */
 export class RpcServer {
   readonly #child: string
