@@ -18,12 +18,16 @@
  * `--threads 0` is inline, any other count a worker pool of that many threads with a slot for
  * every child in flight.
  *
- *   npm run build && node bench/threads.mjs [--workload S3] [--threads 3] [--warmup 20000] [--total 8000] [--children N] [--chunks N] [--retain]
+ *   npm run build && node bench/threads.mjs [--workload S3] [--threads 3] [--warmup 20000] [--total 8000] [--children N] [--chunks N] [--retain] [--window FILE]
+ *
+ * `--window FILE` writes the timed round's bounds (CLOCK_MONOTONIC seconds, as `perf record -k
+ * CLOCK_MONOTONIC` stamps its samples), its units, the main thread's id and the runner threads'
+ * ids, for `bench/perf-split.mjs` to split a profile by kind of thread and kind of work.
  *
  * `--children` changes how many are in flight (a smaller S9u for valgrind's one core, say);
  * `--retain` uses the default store, which keeps every transcript after its child is disposed.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { createHost, createMemoryStore, textResponse, toolCallResponse } from '../dist/index.js'
 import { delegate, saturate, useScript } from '../dist/cli/bench/harness.js'
@@ -39,6 +43,7 @@ const { values } = parseArgs({
     children: { type: 'string' },
     chunks: { type: 'string', default: '100' },
     retain: { type: 'boolean', default: false },
+    window: { type: 'string' },
   },
 })
 const THREADS = Number(values.threads)
@@ -111,10 +116,17 @@ try {
   const before = threads()
   const loop = performance.eventLoopUtilization()
   const t0 = performance.now()
+  const start = process.hrtime.bigint()
   const units = await round(Number(values.total ?? workload.total))
+  const end = process.hrtime.bigint()
   const elapsed = performance.now() - t0
   const { utilization } = performance.eventLoopUtilization(loop)
   const after = threads()
+  if (values.window) {
+    const runners = readdirSync('/proc/self/task').filter((task) => task !== String(process.pid) && !helpers.has(task))
+    const seconds = (ns) => (Number(ns) / 1e9).toFixed(9)
+    writeFileSync(values.window, JSON.stringify({ start: seconds(start), end: seconds(end), units, unit: workload.unit, main: process.pid, runners: runners.map(Number) }) + '\n')
+  }
   const per = (kind) => ((after[kind] - before[kind]) / units).toFixed(kind.endsWith('voluntary') ? 2 : workload.unit === 'chunk' ? 2 : 0)
   console.log(
     `${values.workload}, ${THREADS === 0 ? 'inline' : `worker, ${THREADS} threads`}, ${warmup} warm-up${values.retain ? ', transcripts kept' : ''}: ` +
