@@ -9,7 +9,6 @@
 import { composeChild, type ComposedChild } from '../agent/child.js'
 import type { AgentEnvironment } from '../agent/loop.js'
 import type { Model } from '../agent/models/model.js'
-import type { ToolDefinition } from '../agent/tools/tools.js'
 import type { AgentView } from '../agent/view.js'
 import { toWireError } from '../protocol/shapes/error.js'
 import { toWire, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
@@ -17,7 +16,7 @@ import type { Sink } from '../protocol/outbox.js'
 import { RpcClient } from '../protocol/rpc.js'
 import type { SessionEvent } from '../protocol/shapes/session.js'
 import { ProtocolError } from '../protocol/validate.js'
-import type { LocalModule } from './flushing.js'
+import { toolSourceOf, type LocalModule } from './flushing.js'
 import { remoteModel, remoteTool } from './remote.js'
 import type { FrameTexts } from './texts.js'
 
@@ -125,21 +124,26 @@ export class RunnerChild {
     this.#close()
   }
 
+  /**
+   * What the child's loop runs with. Only its host models and host tools are its own (stand-ins
+   * calling the host over its RPC), made as the loop asks for them; the module's models and tools
+   * are the runner's, shared by every child on it.
+   */
   #environment(create: Create, local: LocalModule): AgentEnvironment {
-    const models = new Map<string, Model>(Object.entries(local.models))
+    const { hostModels } = create
     const record = (text: string) => this.#composed?.agent.session.append('assistant/chunk', { chunk: { type: 'text-delta', text } })
-    for (const name of create.hostModels) models.set(name, remoteModel(this.#rpc, name, local.table, record))
-    // Host tools first, then module tools: the same order the host itself lists them in.
-    const tools = new Map<string, ToolDefinition>()
-    for (const descriptor of create.hostTools) tools.set(descriptor.name, remoteTool(this.#rpc, descriptor))
-    for (const tool of local.tools) tools.set(tool.name, tool)
-    return {
-      models,
-      tools: { get: (name) => tools.get(name), list: () => tools.values() },
-      hooks: local.hooks,
-      maxParallelToolCalls: this.#host.config.maxParallelToolCalls,
-      delegated: true,
+    let remote: Map<string, Model> | undefined
+    const models = {
+      get: (name: string): Model | undefined => {
+        if (!hostModels.includes(name)) return Object.hasOwn(local.models, name) ? local.models[name] : undefined
+        remote ??= new Map()
+        let model = remote.get(name)
+        if (!model) remote.set(name, (model = remoteModel(this.#rpc, name, local.table, record)))
+        return model
+      },
     }
+    const tools = create.hostTools.length === 0 ? local.toolSource : toolSourceOf(create.hostTools.map((descriptor) => remoteTool(this.#rpc, descriptor)), local.tools)
+    return { models, tools, hooks: local.hooks, maxParallelToolCalls: this.#host.config.maxParallelToolCalls, delegated: true }
   }
 
   /** `start` begins its turn (a published child) or goes on with it (a moved one). */

@@ -5,12 +5,12 @@
  */
 import { loadAgentModule } from '../agent/module-loader.js'
 import { toWireError } from '../protocol/shapes/error.js'
-import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
+import { childOf, PROTOCOL_VERSION, type HostMessage, type RunnerMessage } from '../protocol/messages.js'
 import { Outbox } from '../protocol/outbox.js'
 import { ProtocolError } from '../protocol/validate.js'
 import { isHostFrame } from '../protocol/validators.js'
 import { RunnerChild, type ChildHost } from './child.js'
-import { flushing, type LocalModule } from './flushing.js'
+import { flushing } from './flushing.js'
 import { FrameTexts } from './texts.js'
 import { versionMismatchText } from '../protocol/errors.js'
 
@@ -21,8 +21,8 @@ export class Runner {
   readonly #children = new Map<string, RunnerChild>()
   readonly #outbox: Outbox<RunnerMessage>
   readonly #texts: FrameTexts
-  #config: RunnerConfig | undefined
-  #local: Promise<LocalModule> | undefined
+  /** What every child on it needs of it: set once the host welcomed it, and shared by them all. */
+  #childHost: ChildHost | undefined
   #stopped = false
 
   readonly #drained: Drained | undefined
@@ -68,9 +68,9 @@ export class Runner {
       case 'bye':
         return // for a node, which holds the children of many hosts: this runner's one host ends it by ending its channel
       case 'create': {
-        if (!this.#config || !this.#local) return this.#fatal(new ProtocolError('the host asked for a child before it welcomed this runner'))
+        if (!this.#childHost) return this.#fatal(new ProtocolError('the host asked for a child before it welcomed this runner'))
         if (this.#children.has(message.child)) return this.#fatal(new ProtocolError(`the host created child ${message.child} twice`))
-        const child = new RunnerChild(message.child, this.#childHost(this.#config, this.#local))
+        const child = new RunnerChild(message.child, this.#childHost)
         this.#children.set(message.child, child)
         void child.build(message)
         return
@@ -82,22 +82,14 @@ export class Runner {
   }
 
   #welcome({ v, config }: Extract<HostMessage, { type: 'welcome' }>): void {
-    if (this.#config) return this.#fatal(new ProtocolError('the host welcomed this runner twice'))
+    if (this.#childHost) return this.#fatal(new ProtocolError('the host welcomed this runner twice'))
     if (v !== PROTOCOL_VERSION) {
       return this.#fatal(new ProtocolError(versionMismatchText('the host', v, 'this runner', PROTOCOL_VERSION)))
     }
-    this.#config = config
     const drained = this.#drained
     const guard = <T>(code: () => T) => this.#outbox.afterSent(drained ? () => drained()?.then(code) ?? code() : code)
-    this.#local = (config.agentModule ? loadAgentModule(config.agentModule) : Promise.resolve({})).then((module) => flushing(module, guard))
-    const ready = () => this.#outbox.push({ type: 'ready' })
-    // The hooks it has tell the host when a child may be between steps with no module code running.
-    // Its tool table lets a model call name the module's tools instead of carrying their schemas.
-    this.#local.then((local) => this.#outbox.push({ type: 'ready', hooks: (['beforeStep', 'afterTool'] as const).filter((hook) => local.hooks[hook]), tools: [...local.table.schemas] }), ready)
-  }
-
-  #childHost(config: RunnerConfig, local: Promise<LocalModule>): ChildHost {
-    return {
+    const local = (config.agentModule ? loadAgentModule(config.agentModule) : Promise.resolve({})).then((module) => flushing(module, guard))
+    this.#childHost = {
       outbox: this.#outbox,
       texts: this.#texts,
       config,
@@ -107,6 +99,10 @@ export class Runner {
       },
       fatal: (error: Error) => this.#fatal(error),
     }
+    const ready = () => this.#outbox.push({ type: 'ready' })
+    // The hooks it has tell the host when a child may be between steps with no module code running.
+    // Its tool table lets a model call name the module's tools instead of carrying their schemas.
+    local.then((module) => this.#outbox.push({ type: 'ready', hooks: (['beforeStep', 'afterTool'] as const).filter((hook) => module.hooks[hook]), tools: [...module.table.schemas] }), ready)
   }
 
   /** An uncaught error is about to end the runner: tell the host the cause, with everything queued. */
