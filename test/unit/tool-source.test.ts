@@ -9,7 +9,7 @@ import { flushing, toolSourceOf } from '../../dist/worker/flushing.js'
 
 const tool = (name: string, description = `${name} does it`) => ({ name, description, parameters: { type: 'object', properties: {} }, execute: async () => description })
 const names = (tools: Iterable<{ name: string; description: string }>) => [...tools].map(({ name, description }) => `${name}: ${description}`)
-const run = async <T>(code: () => T) => code()
+const run = async <T>(code: () => T): Promise<Awaited<T>> => await code()
 
 describe('toolSourceOf', () => {
   it('lists host tools first, then module tools; a module tool takes a host tool’s name and its place', () => {
