@@ -10,11 +10,11 @@
  *               module and says `ready` (a node: once a thread of the host's module said it).
  *   a child     host: create → publish (or, for a moved child, continue); abort; notify (a
  *               settlement notice); drop (let go of a child that is not running, or that broke
- *               the protocol); rpc replies (a model call's chunks held until its result, or until
- *               any other reply or the abort goes; the host records each delta of a host model as
- *               the child's next event as it streams, and the runner as it receives it). To a node, a create
- *               answers its take, or places the child there directly on the room it told (see
- *               src/remote).
+ *               the protocol); rpc replies (a model call's chunks held until its result, or
+ *               until any other reply or the abort goes; the host records each delta of a host
+ *               model as the child's next event as it streams, and the runner as it receives
+ *               it). To a node, a create answers its take, or places the child there directly on
+ *               the room it told (see src/remote).
  *               runner: created | create-failed; events (and a frame's text chunks, of every
  *               child, in one `texts`; never a host model's, which the host recorded); rpc
  *               calls; idle (the one-shot turn is over and the runner let the child go);

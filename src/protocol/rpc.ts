@@ -4,9 +4,10 @@
  * types, and the server checks every payload before a handler sees it (the host trusts nothing
  * the runner sends). Calls are addressed by child and numbered per child; a model call's chunks
  * cross before or with its result, in the order they were emitted (the host records each text
- * delta as an event of the child as it streams, and the runner as it receives it); an abort crosses as a
- * reason and becomes an aborted signal on the far side; every pending call rejects when the
- * channel closes. It knows nothing of threads: it reads and writes messages through a `Sink`.
+ * delta as an event of the child as it streams, and the runner as it receives it); an abort
+ * crosses as a reason and becomes an aborted signal on the far side; every pending call rejects
+ * when the channel closes. It knows nothing of threads: it reads and writes messages through a
+ * `Sink`.
  */
 import { fromWireError, toWireError, WireError } from './shapes/error.js'
 import { ToolRef } from './shapes/model.js'
