@@ -29,11 +29,29 @@ export const RUNNER_BOUNDS = {
   callsBeyondParallel: 1,
 } as const
 
-/** estimatedSize's stack of values still to measure: it is synchronous and re-entered by nothing it reads, so one serves every call. */
+/**
+ * estimatedSize's stack of values still to measure, and its height: it is synchronous and
+ * re-entered by nothing it reads, so one serves every call. It is not shortened after an ordinary
+ * value (setting an array's length to 0 frees its backing store, which the next call would
+ * allocate again): a slot is cleared as it is popped, so nothing measured stays held. After a
+ * value that grew it past KEPT_SLOTS it is, so one large frame does not keep its memory.
+ */
 const stack: unknown[] = []
+let height = 0
+const KEPT_SLOTS = 1024
 
 /** What each value of a frame is counted as, beyond the characters of its strings and keys and the bytes of its buffers. */
 const VALUE_BYTES = 16
+
+function push(value: unknown): void {
+  stack[height++] = value
+}
+
+function pop(): unknown {
+  const value = stack[--height]
+  stack[height] = undefined
+  return value
+}
 
 /**
  * A value's size as the host holds it, estimated: VALUE_BYTES per value plus the length of every
@@ -46,12 +64,11 @@ const VALUE_BYTES = 16
  */
 export function estimatedSize(value: unknown, limit: number, omit?: string): number {
   let size = VALUE_BYTES
-  const pending = stack
-  pending.push(value)
+  push(value)
   let top = omit !== undefined
   try {
-    while (pending.length > 0 && size <= limit) {
-      const next = pending.pop()
+    while (height > 0 && size <= limit) {
+      const next = pop()
       if (typeof next === 'string') size += next.length
       else if (typeof next !== 'object' || next === null) continue
       else if (ArrayBuffer.isView(next) || next instanceof ArrayBuffer) size += next.byteLength
@@ -59,25 +76,28 @@ export function estimatedSize(value: unknown, limit: number, omit?: string): num
         for (const item of next) {
           size += VALUE_BYTES
           if (size > limit) break
-          pending.push(item)
+          push(item)
         }
       } else if (next instanceof Map) {
         for (const entry of next as Map<unknown, unknown>) {
           size += 2 * VALUE_BYTES
           if (size > limit) break
-          pending.push(entry[0], entry[1])
+          push(entry[0])
+          push(entry[1])
         }
       } else {
         for (const key in next) {
           size += key.length + VALUE_BYTES
           if (size > limit) break
-          if (!top || key !== omit) pending.push((next as Record<string, unknown>)[key])
+          if (!top || key !== omit) push((next as Record<string, unknown>)[key])
         }
       }
       top = false
     }
   } finally {
-    pending.length = 0 // what is left unmeasured (past the limit, or after a throw) is neither held nor counted next time
+    // What is left unmeasured (past the limit, or after a throw) is neither held nor counted next time.
+    while (height > 0) pop()
+    if (stack.length > KEPT_SLOTS) stack.length = 0
   }
   return size
 }

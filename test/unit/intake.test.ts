@@ -39,6 +39,16 @@ describe('estimatedSize', () => {
     expect(fresh).toBe(16 + (4 + 16 + 1000) + (4 + 16) + 2 * (16 + 1))
   })
 
+  it('a walk that throws leaves nothing behind either, and a value that grew the stack large is measured the same after it', () => {
+    const value = { text: 'x'.repeat(100), list: ['a', 'b'] }
+    const fresh = estimatedSize(value, Infinity)
+    const throwing = { list: [1, 2, 3], get bad(): never { throw new Error('a getter that throws') } }
+    expect(() => estimatedSize([throwing, 'waiting'], Infinity)).toThrow('a getter that throws')
+    expect(estimatedSize(value, Infinity)).toBe(fresh)
+    expect(estimatedSize(new Array(100_000).fill('y'), Infinity)).toBe(16 + 100_000 * 17)
+    expect(estimatedSize(value, Infinity)).toBe(fresh)
+  })
+
   it('leaves out the value of an omitted key of the value itself, counting the key as if the value were absent', () => {
     const message = { type: 'events', child: 'c', events: [{ text: 'x'.repeat(1000) }] }
     expect(estimatedSize(message, Infinity, 'events')).toBe(estimatedSize({ ...message, events: undefined }, Infinity))
