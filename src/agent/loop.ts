@@ -11,7 +11,7 @@ import type { FinishReason, StreamChunk } from '../protocol/shapes/stream.js'
 import { isContentBlock, isStreamChunk, isToolErrorCode } from '../protocol/validators.js'
 import { describeShape, MAX_VALUE_DEPTH, tryClone, withinDepth } from '../protocol/values.js'
 import { messageOf, subagentError } from '../protocol/errors.js'
-import { isRecordedOnArrival, type Model, type ModelRequest } from './models/model.js'
+import { isStandIn, type Model, type ModelRequest } from './models/model.js'
 import { Conversation } from './models/conversation.js'
 import { untilAbort } from './models/until-abort.js'
 import type { AgentHooks, ToolResult } from './module.js'
@@ -280,18 +280,19 @@ export class AgentRuntime implements Agent {
     // Joined once at the end: \`+=\` a chunk would keep the answer as a rope of every chunk, as long
     // as its transcript lives.
     const texts: string[] = []
-    const record = !isRecordedOnArrival(model)
+    // A transport's stand-in recorded its deltas itself, and stops at its signal by itself.
+    const standsIn = isStandIn(model)
     const calls: ToolCallBlock[] = []
     let usage: Usage | undefined
     let finish: FinishReason | undefined
     try {
-      for await (const chunk of untilAbort(model.stream(request), signal)) {
+      for await (const chunk of standsIn ? model.stream(request) : untilAbort(model.stream(request), signal)) {
         if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
         switch (chunk.type) {
           case 'text-delta':
             if (chunk.text === '') break
             texts.push(chunk.text)
-            if (record) this.session.append('assistant/chunk', { chunk: { type: 'text-delta', text: chunk.text } })
+            if (!standsIn) this.session.append('assistant/chunk', { chunk: { type: 'text-delta', text: chunk.text } })
             break
           case 'tool-call':
             calls.push({ type: 'tool-call', id: chunk.id, name: chunk.name, arguments: chunk.arguments })

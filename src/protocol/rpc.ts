@@ -74,11 +74,19 @@ type RpcChunks = Wire<typeof RpcChunks, [StreamChunkSchema]>
 type RpcReturn = Wire<typeof RpcReturn, [StreamChunkSchema]>
 export type RpcReply = RpcChunks | RpcReturn | Wire<typeof RpcFailure>
 
+/** What a caller may give a call: a signal that cancels it, and where a model call's chunks go as they arrive. */
+export interface CallOptions {
+  signal?: AbortSignal
+  onChunk?(chunk: StreamChunk): void
+}
+
 interface Pending {
   method: RpcMethod
+  options: CallOptions
   resolve(value: unknown): void
   reject(error: unknown): void
-  onChunk: ((chunk: StreamChunk) => void) | undefined
+  /** Cancels the call when its signal aborts; removed when the call ends. */
+  onAbort: (() => void) | undefined
 }
 
 /** The calling side, one per child. */
@@ -94,23 +102,18 @@ export class RpcClient {
     this.#sink = sink
   }
 
-  call<M extends RpcMethod>(method: M, payload: RpcPayload<M>, options: { signal?: AbortSignal; onChunk?: (chunk: StreamChunk) => void } = {}): Promise<RpcResult<M>> {
+  call<M extends RpcMethod>(method: M, payload: RpcPayload<M>, options: CallOptions = {}): Promise<RpcResult<M>> {
     if (this.#closed) return Promise.reject(this.#closed())
-    const { signal, onChunk } = options
+    const { signal } = options
     if (signal?.aborted) return Promise.reject(signal.reason)
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        if (!this.#pending.delete(id)) return
-        this.#sink.push({ type: 'rpc/cancel', child: this.#child, call: id, reason: cloneableReason(signal!.reason) })
-        reject(signal!.reason)
+      const pending: Pending = { method, options, resolve: resolve as (value: unknown) => void, reject, onAbort: undefined }
+      if (signal) {
+        pending.onAbort = () => this.#cancel(id, signal)
+        signal.addEventListener('abort', pending.onAbort, { once: true })
       }
-      const settle = <T>(fn: (value: T) => void) => (value: T) => {
-        signal?.removeEventListener('abort', onAbort)
-        fn(value)
-      }
-      this.#pending.set(id, { method, resolve: settle(resolve as (value: unknown) => void), reject: settle(reject), onChunk })
-      signal?.addEventListener('abort', onAbort, { once: true })
+      this.#pending.set(id, pending)
       this.#sink.push({ type: 'rpc/call', child: this.#child, call: id, method, payload })
     })
   }
@@ -119,9 +122,10 @@ export class RpcClient {
   receive(reply: RpcReply): void {
     const pending = this.#pending.get(reply.call)
     if (!pending) return
-    if (reply.type !== 'rpc/error') for (const chunk of reply.chunks ?? []) pending.onChunk?.(fromWireChunk(chunk))
+    const { onChunk } = pending.options
+    if (reply.type !== 'rpc/error' && reply.chunks && onChunk) for (const chunk of reply.chunks) onChunk.call(pending.options, fromWireChunk(chunk))
     if (reply.type === 'rpc/chunks') return
-    this.#pending.delete(reply.call)
+    this.#end(reply.call, pending)
     if (reply.type === 'rpc/error') pending.reject(fromWireError(reply.error))
     else if (RPC_METHODS[pending.method].result(reply.value ?? null)) pending.resolve(reply.value ?? null)
     else pending.reject(new ProtocolError(`the host sent a malformed result for a "${pending.method}" call`))
@@ -132,8 +136,25 @@ export class RpcClient {
     if (this.#closed) return
     let error: Error | undefined
     this.#closed = () => (error ??= subagentError('ERR_SUBAGENT_CHANNEL_CLOSED', why))
-    for (const pending of this.#pending.values()) pending.reject(this.#closed())
-    this.#pending.clear()
+    for (const [id, pending] of this.#pending) {
+      this.#end(id, pending)
+      pending.reject(this.#closed())
+    }
+  }
+
+  /** Its signal aborted: the host is told, and the call rejects with the abort's reason. */
+  #cancel(id: number, signal: AbortSignal): void {
+    const pending = this.#pending.get(id)
+    if (!pending) return
+    this.#end(id, pending)
+    this.#sink.push({ type: 'rpc/cancel', child: this.#child, call: id, reason: cloneableReason(signal.reason) })
+    pending.reject(signal.reason)
+  }
+
+  /** The call is no longer pending, and its signal no longer followed. */
+  #end(id: number, pending: Pending): void {
+    this.#pending.delete(id)
+    if (pending.onAbort) pending.options.signal!.removeEventListener('abort', pending.onAbort)
   }
 }
 

@@ -2,12 +2,13 @@
  * A host-placed model as a runner's loop reads it (src/worker/remote.ts): the call goes out at the
  * first pull, each text delta is recorded as it arrives (the host recorded it as it sent it) and
  * waits, joined with the next ones, until another chunk comes or the call ends; a failed call
- * gives its chunks first and then its error once, and a stream left before its first pull asks
- * nothing.
+ * gives its chunks first and then its error once, an abort ends a waiting pull with its reason at
+ * once (the loop reads a stand-in without untilAbort), and a stream left before its first pull
+ * asks nothing.
  */
 import { describe, expect, it } from 'vitest'
 import { RpcClient } from '../../dist/protocol/rpc.js'
-import { isRecordedOnArrival } from '../../dist/agent/models/model.js'
+import { isStandIn } from '../../dist/agent/models/model.js'
 import { remoteModel } from '../../dist/worker/remote.js'
 import { ToolTable } from '../../dist/worker/tool-table.js'
 import type { RunnerMessage } from '../../dist/protocol/messages.js'
@@ -72,7 +73,7 @@ describe("a host model's stream in the runner", () => {
 
   it('records each non-empty text delta as it arrives, before the loop reads it, and the loop does not record it again', async () => {
     const { stream, reply, recorded, model } = host()
-    expect(isRecordedOnArrival(model)).toBe(true)
+    expect(isStandIn(model)).toBe(true)
     const first = stream.next()
     reply(['a', '', 'b'])
     expect(recorded).toEqual(['a', 'b'])
@@ -91,6 +92,29 @@ describe("a host model's stream in the runner", () => {
     reply(['late'])
     expect(recorded).toEqual(['read', 'unread'])
     expect(sent.map((m) => m.type)).toEqual(['rpc/call', 'rpc/cancel'])
+  })
+
+  it('an abort ends a waiting pull at once with its reason, with nothing more from the host, and the host is told', async () => {
+    const { sent, stream, reply, abort } = host()
+    const first = stream.next()
+    const reason = { kind: 'cancelled' }
+    abort.abort(reason)
+    await expect(first).rejects.toBe(reason)
+    expect(sent.map((m) => m.type)).toEqual(['rpc/call', 'rpc/cancel'])
+    // Chunks or a result for the cancelled call change nothing.
+    reply([{ type: 'finish', reason: 'stop' }], 'result')
+    expect(await stream.next()).toEqual({ done: true, value: undefined })
+  })
+
+  it('a delta that comes after the loop left the stream is still recorded (the host recorded it), and nothing waits for it', async () => {
+    const { stream, reply, recorded } = host()
+    const first = stream.next()
+    reply([{ type: 'usage', inputTokens: 1, outputTokens: 1 }])
+    await first
+    await stream.return!()
+    reply(['after'], 'result')
+    expect(recorded).toEqual(['after'])
+    expect(await stream.next()).toEqual({ done: true, value: undefined })
   })
 
   it('a stream the loop leaves before its first pull never asks the host', async () => {

@@ -14,18 +14,21 @@ export interface Model {
 }
 
 /**
- * Models whose text deltas are recorded as they arrive, by the transport that brings them (a
- * host-placed model on a runner: the host records each delta as it streams, and the runner as it
- * receives it, so both copies of the record hold the same chunks at the same seqs). The loop
- * reads their text but does not record it again. A brand on the model (made once a child), not a
- * WeakSet entry, which the collector would have to trace as an ephemeron.
+ * A transport's stand-in for a model that runs elsewhere (a host-placed model on a runner). Its
+ * text deltas are recorded as they arrive, by the transport that brings them (the host records
+ * each delta as it streams, and the runner as it receives it, so both copies of the record hold
+ * the same chunks at the same seqs): the loop reads their text but does not record it again. And
+ * it stops at its signal by itself (an abort cancels its call, which ends its stream with the
+ * abort's reason), so the loop reads it as it is, not through `untilAbort`, which guards against
+ * a user's model that ignores the signal. A brand on the model (made once a child), not a WeakSet
+ * entry, which the collector would have to trace as an ephemeron.
  */
-const RECORDED_ON_ARRIVAL = Symbol('recordedOnArrival')
+const STAND_IN = Symbol('standIn')
 
-export function recordsOnArrival<M extends Model>(model: M): M {
-  return Object.assign(model, { [RECORDED_ON_ARRIVAL]: true as const })
+export function standIn<M extends Model>(model: M): M {
+  return Object.assign(model, { [STAND_IN]: true as const })
 }
 
-export function isRecordedOnArrival(model: Model): boolean {
-  return (model as { [RECORDED_ON_ARRIVAL]?: true })[RECORDED_ON_ARRIVAL] === true
+export function isStandIn(model: Model): boolean {
+  return (model as { [STAND_IN]?: true })[STAND_IN] === true
 }
