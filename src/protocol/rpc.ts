@@ -164,6 +164,7 @@ export interface CallContext {
   emit(chunk: StreamChunk): boolean
 }
 
+/** What serves each method: called as a method of this object (a class's instance may serve them). */
 export type RpcHandlers = { [M in RpcMethod]: (payload: RpcPayload<M>, context: CallContext) => Promise<RpcResult<M>> }
 
 interface ActiveCall {
@@ -241,7 +242,7 @@ export class RpcServer {
     this.#active.set(id, active)
     const context: CallContext = { signal: active.controller.signal, emit: (chunk) => this.#emit(id, active, chunk) }
     const handler = this.#handlers[message.method] as (payload: unknown, context: CallContext) => Promise<unknown>
-    handler(message.payload, context).then(
+    handler.call(this.#handlers, message.payload, context).then(
       (value) => this.#return(id, active, value),
       (error: unknown) => this.#reply(id, active, { type: 'rpc/error', child: this.#child, call: id, error: toWireError(error) }),
     )

@@ -22,7 +22,7 @@ import { Conversation } from '../../agent/models/conversation.js'
 import { untilAbort } from '../../agent/models/until-abort.js'
 import { MeteredModel } from '../../agent/models/metered.js'
 import type { ModelRequest } from '../../agent/models/model.js'
-import type { RpcHandlers } from '../../protocol/rpc.js'
+import type { CallContext, RpcHandlers, RpcPayload, ToolReply } from '../../protocol/rpc.js'
 import { ProtocolError } from '../../protocol/validate.js'
 import { isStreamChunk } from '../../protocol/validators.js'
 import { describeShape, tryClone } from '../../protocol/values.js'
@@ -44,58 +44,79 @@ export interface CallingChild {
   recordText(text: string): void
 }
 
-export function hostCalls(child: CallingChild): RpcHandlers {
-  const { view, spec, placement, ledger } = child
-  const conversation = new Conversation(view.session.events)
-  const { allow, deny } = spec.toolFilter ?? {}
-  const visible = (name: string): ToolDefinition | undefined => {
+/**
+ * One child's host calls, as the RPC server serves them. Made with the child, so it holds what
+ * every call reads (the conversation over the host's copy of the session) and nothing a call may
+ * not need: the system prompt is composed at the first model call, which a child whose model is
+ * the module's never makes.
+ */
+export class HostCalls implements RpcHandlers {
+  readonly #child: CallingChild
+  readonly #conversation: Conversation
+  #system: string | undefined
+
+  constructor(child: CallingChild) {
+    this.#child = child
+    this.#conversation = new Conversation(child.view.session.events)
+  }
+
+  async model({ provider, tools }: RpcPayload<'model'>, { signal, emit }: CallContext): Promise<null> {
+    const { spec, placement, ledger } = this.#child
+    if (provider !== spec.options.provider) {
+      throw new ProtocolError(`child ${spec.id} may call only its own model "${spec.options.provider ?? ''}", not "${provider}"`)
+    }
+    const model = placement.models.get(provider)
+    if (!model) throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `no host model is registered under "${provider}": register it with host.models.register() before the child starts`)
+    // Read now, as the call arrives: the events before it in the runner's record, and no later one.
+    const request: ModelRequest = { model: spec.options.model ?? provider, system: this.#systemPrompt(), messages: this.#conversation.messages(), signal }
+    if (tools) request.tools = schemasOf(tools, this.#child.moduleTools())
+    if (spec.options.maxTokens !== undefined) request.maxTokens = spec.options.maxTokens
+    // Metered here, where every chunk is read anyway, and not by the metered model's own iterator.
+    const metered = model instanceof MeteredModel ? model : undefined
+    return ledger.model(async () => {
+      const meter = metered?.meter()
+      try {
+        // Read as the inline loop reads it: a cancelled call stops waiting at once, and the model
+        // is told to return, even a model that ignores the signal.
+        for await (const chunk of untilAbort((metered?.model ?? model).stream(request), signal)) {
+          // Checked here, as the inline loop does, so the child gets the same error either way.
+          if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
+          meter?.see(chunk)
+          // Recorded as emitted: a call cancelled, or muted by the child's cancel, records nothing more.
+          if (emit(chunk) && chunk.type === 'text-delta' && chunk.text !== '') this.#child.recordText(chunk.text)
+        }
+        return null
+      } finally {
+        meter?.close()
+      }
+    })
+  }
+
+  async tool({ name, callId, args }: RpcPayload<'tool'>, { signal }: CallContext): Promise<ToolReply> {
+    const tool = this.#visible(name)
+    if (!tool) throw unknownTool(name)
+    const { view, ledger } = this.#child
+    return ledger.tool(name, callId, signal, async (toolSignal) => {
+      let concluded = false
+      const outcome = await runToolCall(tool, args, { agent: view, callId, signal: toolSignal, concludeTurn: () => void (concluded = true) }, true)
+      // The runner's loop gives the model this error's exact text and code, as its own tools' errors.
+      if (!outcome.ok) throw outcome.error
+      const clone = outcome.value === undefined ? undefined : tryClone(outcome.value)
+      return { text: textOf(outcome.content), concluded, ...(clone ? { value: clone.value } : {}) }
+    })
+  }
+
+  /** A host tool the child sees: registered when it was created, and let through its filter. */
+  #visible(name: string): ToolDefinition | undefined {
+    const { placement, spec } = this.#child
     const tool = placement.tools.get(name)
+    const { allow, deny } = spec.toolFilter ?? {}
     return tool && (!allow || allow.includes(name)) && !deny?.includes(name) ? tool : undefined
   }
-  const system = childSystemPrompt(spec, [...placement.tools.keys()].flatMap((name) => visible(name) ?? []))
-  return {
-    async model({ provider, tools }, { signal, emit }) {
-      if (provider !== spec.options.provider) {
-        throw new ProtocolError(`child ${spec.id} may call only its own model "${spec.options.provider ?? ''}", not "${provider}"`)
-      }
-      const model = placement.models.get(provider)
-      if (!model) throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `no host model is registered under "${provider}": register it with host.models.register() before the child starts`)
-      // Read now, as the call arrives: the events before it in the runner's record, and no later one.
-      const request: ModelRequest = { model: spec.options.model ?? provider, system, messages: conversation.messages(), signal }
-      if (tools) request.tools = schemasOf(tools, child.moduleTools())
-      if (spec.options.maxTokens !== undefined) request.maxTokens = spec.options.maxTokens
-      // Metered here, where every chunk is read anyway, and not by the metered model's own iterator.
-      const metered = model instanceof MeteredModel ? model : undefined
-      return ledger.model(async () => {
-        const meter = metered?.meter()
-        try {
-          // Read as the inline loop reads it: a cancelled call stops waiting at once, and the model
-          // is told to return, even a model that ignores the signal.
-          for await (const chunk of untilAbort((metered?.model ?? model).stream(request), signal)) {
-            // Checked here, as the inline loop does, so the child gets the same error either way.
-            if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
-            meter?.see(chunk)
-            // Recorded as emitted: a call cancelled, or muted by the child's cancel, records nothing more.
-            if (emit(chunk) && chunk.type === 'text-delta' && chunk.text !== '') child.recordText(chunk.text)
-          }
-          return null
-        } finally {
-          meter?.close()
-        }
-      })
-    },
-    async tool({ name, callId, args }, { signal }) {
-      const tool = visible(name)
-      if (!tool) throw unknownTool(name)
-      return ledger.tool(name, callId, signal, async (toolSignal) => {
-        let concluded = false
-        const outcome = await runToolCall(tool, args, { agent: view, callId, signal: toolSignal, concludeTurn: () => void (concluded = true) }, true)
-        // The runner's loop gives the model this error's exact text and code, as its own tools' errors.
-        if (!outcome.ok) throw outcome.error
-        const clone = outcome.value === undefined ? undefined : tryClone(outcome.value)
-        return { text: textOf(outcome.content), concluded, ...(clone ? { value: clone.value } : {}) }
-      })
-    },
+
+  #systemPrompt(): string {
+    const { spec, placement } = this.#child
+    return (this.#system ??= childSystemPrompt(spec, [...placement.tools.keys()].flatMap((name) => this.#visible(name) ?? [])))
   }
 }
 

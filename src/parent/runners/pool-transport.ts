@@ -12,7 +12,7 @@
 import type { ChildSpec } from '../../protocol/shapes/child.js'
 import type { RunnerConfig } from '../../protocol/messages.js'
 import type { RunnerChannel } from './channel.js'
-import { RemoteChild, RunnerLostError } from './remote-child.js'
+import { RemoteChild, RunnerLostError, type Replace } from './remote-child.js'
 import type { OpenEndpoint } from './runner-site.js'
 import { RunnerPool, type PoolSettings } from './runner-pool.js'
 import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
@@ -29,6 +29,12 @@ export interface PoolTransportOptions {
   placement: (id: string) => Placement
 }
 
+/** The pool of one delegation depth, and how a child moved off one of its runners is placed again. */
+interface Level {
+  pool: RunnerPool
+  replace: Replace
+}
+
 /** A start whose runner died under it (not of its own doing) tries once more on another runner. */
 const CREATE_ATTEMPTS = 2
 
@@ -36,7 +42,7 @@ export class PoolTransport implements ChildTransport {
   readonly local = false
   readonly #options: PoolTransportOptions
   /** By delegation depth; depth 1 (children of top-level agents) starts warm. */
-  readonly #pools = new Map<number, RunnerPool>()
+  readonly #pools = new Map<number, Level>()
   #closing = false
 
   constructor(options: PoolTransportOptions) {
@@ -46,15 +52,11 @@ export class PoolTransport implements ChildTransport {
 
   async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
     if (this.#closing) throw hostClosed('start more subagents')
-    const pool = this.#poolFor(spec.header.delegationDepth ?? 1)
+    const { pool, replace } = this.#poolFor(spec.header.delegationDepth ?? 1)
     const placement = this.#options.placement(spec.id)
+    const options = { placement, graceMs: this.#options.abortGraceMs, replace }
     for (let attempt = 1; ; attempt++) {
-      // A moved child is placed again in the pool of its depth.
-      const replace = async (moving: AbortSignal, build: (channel: RunnerChannel) => void) => {
-        if (this.#closing) throw subagentError('ERR_SUBAGENT_HOST_CLOSED', 'the host is closing')
-        await pool.place(moving, build, true)
-      }
-      const child = await pool.place(signal, (channel) => new RemoteChild(spec, mirror, channel, { placement, graceMs: this.#options.abortGraceMs, replace }))
+      const child = await pool.place(signal, (channel) => new RemoteChild(spec, mirror, channel, options))
       try {
         await child.created(signal)
         return child
@@ -66,18 +68,23 @@ export class PoolTransport implements ChildTransport {
 
   async close(): Promise<void> {
     this.#closing = true
-    await Promise.all([...this.#pools.values()].map((pool) => pool.close()))
+    await Promise.all([...this.#pools.values()].map(({ pool }) => pool.close()))
   }
 
-  #poolFor(depth: number): RunnerPool {
-    let pool = this.#pools.get(depth)
-    if (!pool) {
+  #poolFor(depth: number): Level {
+    let level = this.#pools.get(depth)
+    if (!level) {
       const { open, pool: settings, abortGraceMs, config } = this.#options
       // Only the first level is kept warm; deeper pools start their runners on demand.
       const minThreads = depth === 1 ? settings.minThreads : 0
-      pool = new RunnerPool({ ...settings, minThreads, open, graceMs: abortGraceMs, config })
-      this.#pools.set(depth, pool)
+      const pool = new RunnerPool({ ...settings, minThreads, open, graceMs: abortGraceMs, config })
+      // A moved child is placed again in the pool of its depth.
+      const replace: Replace = async (moving, build) => {
+        if (this.#closing) throw subagentError('ERR_SUBAGENT_HOST_CLOSED', 'the host is closing')
+        await pool.place(moving, build, true)
+      }
+      this.#pools.set(depth, (level = { pool, replace }))
     }
-    return pool
+    return level
   }
 }

@@ -32,7 +32,7 @@ import { messageOf, SubagentError, subagentError } from '../../protocol/errors.j
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
 import { CallLedger } from './call-ledger.js'
 import { startGrace } from './grace.js'
-import { hostCalls } from './host-calls.js'
+import { HostCalls } from './host-calls.js'
 import type { ChildOutcome } from '../transport.js'
 import type { ChildHandle, ChildMirror } from '../transport.js'
 import type { Placement } from '../types.js'
@@ -112,7 +112,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#options = options
     this.#maxCalls = (channel.config.maxParallelToolCalls ?? 1) + RUNNER_BOUNDS.callsBeyondParallel
     this.#hostModel = options.placement.models.has(spec.options.provider ?? '')
-    this.#handlers = hostCalls({
+    this.#handlers = new HostCalls({
       view: mirror.view,
       spec,
       placement: options.placement,
