@@ -96,8 +96,10 @@ export function estimatedSize(value: unknown, limit: number, omit?: string): num
     }
   } finally {
     // What is left unmeasured (past the limit, or after a throw) is neither held nor counted next time.
-    while (height > 0) pop()
-    if (stack.length > KEPT_SLOTS) stack.length = 0
+    if (stack.length > KEPT_SLOTS) {
+      stack.length = 0
+      height = 0
+    } else while (height > 0) pop()
   }
   return size
 }

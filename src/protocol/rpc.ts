@@ -83,6 +83,8 @@ export interface CallOptions {
 interface Pending {
   method: RpcMethod
   options: CallOptions
+  /** The signal it follows (the options' when it was called). */
+  signal: AbortSignal | undefined
   resolve(value: unknown): void
   reject(error: unknown): void
   /** Cancels the call when its signal aborts; removed when the call ends. */
@@ -108,7 +110,7 @@ export class RpcClient {
     if (signal?.aborted) return Promise.reject(signal.reason)
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
-      const pending: Pending = { method, options, resolve: resolve as (value: unknown) => void, reject, onAbort: undefined }
+      const pending: Pending = { method, options, signal, resolve: resolve as (value: unknown) => void, reject, onAbort: undefined }
       if (signal) {
         pending.onAbort = () => this.#cancel(id, signal)
         signal.addEventListener('abort', pending.onAbort, { once: true })
@@ -154,7 +156,7 @@ export class RpcClient {
   /** The call is no longer pending, and its signal no longer followed. */
   #end(id: number, pending: Pending): void {
     this.#pending.delete(id)
-    if (pending.onAbort) pending.options.signal!.removeEventListener('abort', pending.onAbort)
+    if (pending.onAbort) pending.signal!.removeEventListener('abort', pending.onAbort)
   }
 }
 

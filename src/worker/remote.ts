@@ -71,6 +71,9 @@ class RemoteStream implements AsyncIterableIterator<StreamChunk> {
     this.#state = 'left'
     this.#queue.length = 0
     this.#failure = undefined
+    const pull = this.#pull
+    this.#pull = undefined
+    pull?.resolve({ done: true, value: undefined })
     return Promise.resolve({ done: true, value: undefined })
   }
 
@@ -104,6 +107,9 @@ class RemoteStream implements AsyncIterableIterator<StreamChunk> {
     if (this.#state !== 'asked') return
     this.#state = 'ended'
     this.#failure = failure
+    // An abort ends the stream now, as untilAbort would: deltas still unread were recorded, and
+    // the aborted step reads no more of them. Any other failure comes after what came before it.
+    if (failure && this.signal.aborted) this.#queue.length = 0
     this.#wake()
   }
 

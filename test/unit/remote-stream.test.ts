@@ -94,12 +94,14 @@ describe("a host model's stream in the runner", () => {
     expect(sent.map((m) => m.type)).toEqual(['rpc/call', 'rpc/cancel'])
   })
 
-  it('an abort ends a waiting pull at once with its reason, with nothing more from the host, and the host is told', async () => {
-    const { sent, stream, reply, abort } = host()
+  it('an abort ends a waiting pull at once with its reason, deltas still unread included (they were recorded), and the host is told', async () => {
+    const { sent, stream, reply, abort, recorded } = host()
     const first = stream.next()
+    reply(['unread'])
     const reason = { kind: 'cancelled' }
     abort.abort(reason)
     await expect(first).rejects.toBe(reason)
+    expect(recorded).toEqual(['unread'])
     expect(sent.map((m) => m.type)).toEqual(['rpc/call', 'rpc/cancel'])
     // Chunks or a result for the cancelled call change nothing.
     reply([{ type: 'finish', reason: 'stop' }], 'result')
@@ -115,6 +117,13 @@ describe("a host model's stream in the runner", () => {
     reply(['after'], 'result')
     expect(recorded).toEqual(['after'])
     expect(await stream.next()).toEqual({ done: true, value: undefined })
+  })
+
+  it('a pull still waiting when the stream is left ends, done', async () => {
+    const { stream } = host()
+    const waiting = stream.next()
+    await stream.return!()
+    await expect(waiting).resolves.toEqual({ done: true, value: undefined })
   })
 
   it('a stream the loop leaves before its first pull never asks the host', async () => {
