@@ -5,7 +5,7 @@
  */
 import type { Model } from '../agent/models/model.js'
 import type { AgentHooks, AgentModule } from '../agent/module.js'
-import type { ToolDefinition, ToolSource } from '../agent/tools/tools.js'
+import { toolSourceOf, type ToolDefinition, type ToolSource } from '../agent/tools/tools.js'
 import type { StreamChunk } from '../protocol/shapes/stream.js'
 import { ToolTable } from './tool-table.js'
 
@@ -37,14 +37,6 @@ export function flushing(module: AgentModule, guard: Guard): LocalModule {
   if (beforeStep) hooks.beforeStep = (agent) => guard(() => beforeStep(agent))
   if (afterTool) hooks.afterTool = (call, result) => guard(() => afterTool(call, result))
   return { models, tools, toolSource: toolSourceOf([], tools), table: new ToolTable(tools), hooks }
-}
-
-/** Host tools first, then module tools: the same order the host itself lists them in (a module tool takes a host tool's name, and its place). */
-export function toolSourceOf(hostTools: readonly ToolDefinition[], moduleTools: readonly ToolDefinition[]): ToolSource {
-  const tools = new Map<string, ToolDefinition>()
-  for (const tool of hostTools) tools.set(tool.name, tool)
-  for (const tool of moduleTools) tools.set(tool.name, tool)
-  return { get: (name) => tools.get(name), list: () => tools.values() }
 }
 
 /** A model's stream, each pull guarded: the text it streamed so far survives whatever comes next. */

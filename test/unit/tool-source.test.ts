@@ -1,11 +1,13 @@
 /**
- * The tools a child on a runner sees (src/worker/flushing.ts): the module's, shared by every child
+ * The tools a child sees (toolSourceOf in src/agent/tools/tools.ts, for an inline child and a
+ * runner's child alike; src/worker/flushing.ts): on a runner the module's, shared by every child
  * on the runner, and, for a child that sees host tools, its own stand-ins listed first. The order
  * and the winner of a name are the host's: host tools first, a module tool taking a host tool's
  * name keeps that place, and a name listed twice resolves to its later tool.
  */
 import { describe, expect, it } from 'vitest'
-import { flushing, toolSourceOf } from '../../dist/worker/flushing.js'
+import { toolSourceOf } from '../../dist/agent/tools/tools.js'
+import { flushing } from '../../dist/worker/flushing.js'
 
 const tool = (name: string, description = `${name} does it`) => ({ name, description, parameters: { type: 'object', properties: {} }, execute: async () => description })
 const names = (tools: Iterable<{ name: string; description: string }>) => [...tools].map(({ name, description }) => `${name}: ${description}`)

@@ -134,6 +134,18 @@ export interface ToolSource {
   list(): Iterable<ToolDefinition>
 }
 
+/**
+ * A fixed source over the host's tools and then the module's, in the order the host lists them:
+ * a later tool of a name takes an earlier one's place (a module tool named as a host tool wins).
+ * What an inline child and a runner's child run with.
+ */
+export function toolSourceOf(hostTools: Iterable<ToolDefinition>, moduleTools: Iterable<ToolDefinition>): ToolSource {
+  const tools = new Map<string, ToolDefinition>()
+  for (const tool of hostTools) tools.set(tool.name, tool)
+  for (const tool of moduleTools) tools.set(tool.name, tool)
+  return { get: (name) => tools.get(name), list: () => tools.values() }
+}
+
 export class ToolScope {
   readonly #global: ToolSource
   readonly #own = new Map<string, ToolDefinition>()

@@ -8,7 +8,7 @@ import type { AgentEnvironment } from '../../agent/loop.js'
 import type { Model } from '../../agent/models/model.js'
 import type { AgentHooks, AgentModule } from '../../agent/module.js'
 import { loadAgentModule } from '../../agent/module-loader.js'
-import { defineTool, type ToolDefinition } from '../../agent/tools/tools.js'
+import { defineTool, toolSourceOf, type ToolDefinition } from '../../agent/tools/tools.js'
 import type { Budget } from '../driver/budget.js'
 import { MeteredModel } from '../../agent/models/metered.js'
 import type { Placement } from '../types.js'
@@ -69,8 +69,7 @@ export class HostRegistry {
   childEnvironment(): AgentEnvironment {
     const module = this.#module
     const models = new Map([...this.#models, ...Object.entries(module.models ?? {})])
-    const tools = new Map<string, ToolDefinition>([...this.#tools, ...(module.tools ?? []).map((t) => [t.name, t] as const)])
-    return { ...this.env, models, tools: { get: (name) => tools.get(name), list: () => tools.values() } }
+    return { ...this.env, models, tools: toolSourceOf(this.#tools.values(), module.tools ?? []) }
   }
 
   #moduleTool(name: string): ToolDefinition | undefined {
