@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { eventOf } from '../support/driver-helpers.js'
 import { POOLED } from '../support/harness.js'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
+import { RUNNER_YOUNG_GENERATION_MB } from '../../dist/parent/runners/endpoints/worker-thread.js'
 import { defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type HostOptions, type ScriptEntry, type SubagentRun } from 'subagent-worker'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
@@ -109,6 +110,24 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     expect(result.diagnostic).toMatch(/out of memory/)
     await run.dispose()
   })
+
+  if (isolation === 'worker') {
+    /** The resource limits of the thread a child's module tool ran on. */
+    const limitsOn = async (options: HostOptions) => {
+      const { run } = workerHost([toolCallResponse('l', 'limits', {}), textResponse('done')], options)
+      const { events } = await run()
+      return events.find((event) => event.type === 'tool/result')!.data.value as Record<string, number>
+    }
+
+    // Node 20 and 22 give a worker thread this young generation themselves; Node 24 gives 192 MB,
+    // so there the first two checks fail without the cap.
+    it("a runner thread's young generation is capped unless pool.resourceLimits says otherwise", async () => {
+      expect((await limitsOn({})).maxYoungGenerationSizeMb).toBe(RUNNER_YOUNG_GENERATION_MB)
+      const old = await limitsOn({ pool: { resourceLimits: { maxOldGenerationSizeMb: 512 } } })
+      expect(old).toMatchObject({ maxYoungGenerationSizeMb: RUNNER_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: 512 })
+      expect((await limitsOn({ pool: { resourceLimits: { maxYoungGenerationSizeMb: 8 } } })).maxYoungGenerationSizeMb).toBe(8)
+    })
+  }
 
   it('children on other workers carry on while one crashes, and the pool replaces the dead worker', async () => {
     const { host, parent } = workerHost([textResponse('after the crash')], { pool: { minThreads: 2, maxThreads: 2 } })

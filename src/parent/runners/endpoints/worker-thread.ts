@@ -20,6 +20,14 @@ const KIND: RunnerKind = { noun: 'worker thread', ended: 'terminated' }
 /** How long the frame port may stay open after the thread's exit before the host closes it (its close is normally at once). */
 const PORT_CLOSE_WAIT_MS = 1000
 
+/**
+ * A runner thread's young generation, unless `pool.resourceLimits` sets one: what Node 20 and 22
+ * give a worker thread. Node 24 gives it up to 192 MB, and a runner there keeps taking fresh pages
+ * from the kernel, each zeroed on its fault (under S3's load 1.5-2.2 faults a delegation in some
+ * runs, against 0.01 with this cap; BENCHMARKS.md, "A runner thread's young generation").
+ */
+export const RUNNER_YOUNG_GENERATION_MB = 48
+
 export interface ThreadSettings {
   resourceLimits: ResourceLimits | undefined
   /** The thread's whole `process.env` (never the host's). */
@@ -32,7 +40,7 @@ export function openWorkerThread(settings: ThreadSettings, events: EndpointEvent
     env: settings.env,
     workerData: { port: runnerPort },
     transferList: [runnerPort],
-    ...(settings.resourceLimits ? { resourceLimits: settings.resourceLimits } : {}),
+    resourceLimits: { maxYoungGenerationSizeMb: RUNNER_YOUNG_GENERATION_MB, ...settings.resourceLimits },
   })
   let held = false
   const hold = (wanted: boolean) => {
