@@ -32,7 +32,7 @@ import { WireError } from './shapes/error.js'
 import { NoticeFields } from './shapes/notice.js'
 import { ToolSchema } from './shapes/model.js'
 import { RUNNER_BOUNDS } from './bounds.js'
-import { RpcCall, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
+import { RpcCallFields, RpcCancel, RpcChunks, RpcFailure, RpcReturn } from './rpc.js'
 import { anything, arrayOf, boolean, closed, count, ref, string, union, variant, type Wire } from './schema.js'
 import { KnownSessionEvent, type KnownSessionEventSchema, type SessionEvent } from './shapes/session.js'
 import type { StreamChunkSchema } from './shapes/stream.js'
@@ -40,7 +40,7 @@ import { share } from './validate.js'
 import { sideBySide } from './outbox.js'
 
 /** Bumped whenever a message or the remote envelope (src/remote/envelope.ts) changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 18
+export const PROTOCOL_VERSION = 19
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -147,7 +147,8 @@ export const RunnerMessage = {
      * until the host rebuilds it there (a create) or lets it go (a drop).
      */
     variant('ended', { child, ...ChildFault.properties, movable: boolean }, ['movable']),
-    RpcCall,
+    /** A call into the host; the events the child recorded before it ride with it when not sent yet, as with `idle`. */
+    variant('rpc/call', { ...RpcCallFields, events: wireEvents }, ['events']),
     RpcCancel,
     variant('pong', { n: count }),
   ]),

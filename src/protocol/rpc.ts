@@ -49,8 +49,9 @@ const child = { type: 'string', minLength: 1 } as const
 const call = { type: 'integer', minimum: 1 } as const
 const method = { enum: Object.keys(RPC_METHODS) as RpcMethod[] }
 
-/** Runner → host. */
-export const RpcCall = variant('rpc/call', { child, call, method, payload: anything })
+/** Runner → host. A call's fields, for a protocol that carries more with it (messages.ts: a child's events). */
+export const RpcCallFields = { child, call, method, payload: anything } as const
+export const RpcCall = variant('rpc/call', RpcCallFields)
 export const RpcCancel = variant('rpc/cancel', { child, call, reason: anything }, ['reason'])
 export type RpcCall = Wire<typeof RpcCall>
 export type RpcCancel = Wire<typeof RpcCancel>

@@ -69,7 +69,7 @@ export class RunnerChild {
     this.#host = host
     const outbox = host.outbox
     // Calls go out in order with the events: an open events message must not swallow later events.
-    this.#rpc = new RpcClient(id, { push: (message) => this.#send(message), get epoch() { return outbox.epoch } })
+    this.#rpc = new RpcClient(id, { push: (message) => this.#sendRpc(message), get epoch() { return outbox.epoch } })
   }
 
   async build(create: Create): Promise<void> {
@@ -189,6 +189,14 @@ export class RunnerChild {
   /** What of this child the current frame holds last, if it holds anything of it. */
   #lastInFrame(): InFrame | undefined {
     return this.#last?.epoch === this.#host.outbox.epoch ? this.#last : undefined
+  }
+
+  /** A call takes the events recorded before it when they are still open in this frame: one message, not two. */
+  #sendRpc(message: RunnerMessage): void {
+    const events = message.type === 'rpc/call' ? this.#lastInFrame()?.events : undefined
+    if (!events || this.#state === 'closed') return this.#send(message)
+    Object.assign(events, message)
+    this.#last = { epoch: this.#host.outbox.epoch, events: undefined, texts: false }
   }
 
   #send(message: RunnerMessage): void {

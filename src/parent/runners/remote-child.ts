@@ -235,6 +235,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       }
       case 'rpc/call':
         if (this.#phase !== 'running') return this.#violation(message.type)
+        // What the child recorded before the call comes first: the call reads the record up to it.
+        if (message.events && !this.#record(message.events)) return
         if (this.#rpc.running >= this.#maxCalls) return this.#overrun()
         return this.#rpc.receive(message)
       case 'rpc/cancel':
