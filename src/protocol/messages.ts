@@ -17,7 +17,8 @@
  *               the room it told (see src/remote).
  *               runner: created | create-failed; events (and a frame's text chunks, of every
  *               child, in one `texts`; never a host model's, which the host recorded); rpc
- *               calls; idle (the one-shot turn is over and the runner let the child go);
+ *               calls (the events still queued ride with a call); idle (the one-shot turn is
+ *               over and the runner let the child go; the last events ride with it);
  *               dropped (after a drop); failed; ended
  *               (a node: the thread it ran on is gone, and why; a movable child waits there for
  *               the host's create or drop).

@@ -191,7 +191,10 @@ export class RunnerChild {
     return this.#last?.epoch === this.#host.outbox.epoch ? this.#last : undefined
   }
 
-  /** A call takes the events recorded before it when they are still open in this frame: one message, not two. */
+  /**
+   * A call takes the events recorded before it when they are still open in this frame: one
+   * message, not two, in the events' place (the order holds per child, which is all a frame keeps).
+   */
   #sendRpc(message: RunnerMessage): void {
     const events = message.type === 'rpc/call' ? this.#lastInFrame()?.events : undefined
     if (!events || this.#state === 'closed') return this.#send(message)

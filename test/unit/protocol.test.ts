@@ -69,6 +69,12 @@ describe('frame validators', () => {
     expect(isHostFrame([{ type: 'rpc/chunks', child: 'c1', call: 1, chunks: ['Hel', { type: 'usage', inputTokens: 1, outputTokens: 2 }] }])).toBe(true)
     for (const item of [7, null, { text: 'Hel' }]) expect(isHostFrame([{ type: 'rpc/result', child: 'c1', call: 1, chunks: [item] }])).toBe(false)
     expect(isRunnerFrame([{ type: 'rpc/call', child: 'c1', call: 1, method: 'shell', payload: {} }])).toBe(false)
+    // A call may carry the events queued before it, checked as an events message's; a cancel carries none.
+    expect(isRunnerFrame([{ type: 'rpc/call', child: 'c1', call: 1, method: 'model', payload: {}, events: ['Hel', { seq: 4, type: 'subagent/descriptor', data: { mode: 'one-shot', provider: 'm' } }] }])).toBe(true)
+    for (const events of [[], [7], [{ seq: 0, type: 'turn/start', data: { extra: 1 } }], 'Hel']) {
+      expect(isRunnerFrame([{ type: 'rpc/call', child: 'c1', call: 1, method: 'model', payload: {}, events }])).toBe(false)
+    }
+    expect(isRunnerFrame([{ type: 'rpc/cancel', child: 'c1', call: 1, events: ['Hel'] }])).toBe(false)
     // A runner's (or a node's) hooks: each known hook at most once.
     expect(isRunnerFrame([{ type: 'ready', hooks: ['beforeStep', 'afterTool'] }])).toBe(true)
     expect(isRunnerFrame([{ type: 'ready', hooks: ['afterTool', 'afterTool'] }])).toBe(false)

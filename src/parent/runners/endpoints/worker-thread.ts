@@ -22,11 +22,17 @@ const PORT_CLOSE_WAIT_MS = 1000
 
 /**
  * A runner thread's young generation, unless `pool.resourceLimits` sets one: what Node 20 and 22
- * give a worker thread. Node 24 gives it up to 192 MB, and a runner there keeps taking fresh pages
- * from the kernel, each zeroed on its fault (under S3's load 1.5-2.2 faults a delegation in some
- * runs, against 0.01 with this cap; BENCHMARKS.md, "A runner thread's young generation").
+ * give a worker thread on a host of 4 GB or more (V8 sizes it from the memory; less on a smaller
+ * one). Node 24 gives it up to 192 MB, and a runner there kept taking fresh pages from the kernel,
+ * each zeroed on its fault (under S3's load 1.5-2.2 faults a delegation in most runs, against
+ * about 0.01 with this cap; BENCHMARKS.md, "A runner thread's young generation").
  */
 export const RUNNER_YOUNG_GENERATION_MB = 48
+
+/** A runner thread's limits: the user's, over the young generation above. */
+export function runnerLimits(limits: ResourceLimits | undefined): ResourceLimits {
+  return { maxYoungGenerationSizeMb: RUNNER_YOUNG_GENERATION_MB, ...limits }
+}
 
 export interface ThreadSettings {
   resourceLimits: ResourceLimits | undefined
@@ -40,7 +46,7 @@ export function openWorkerThread(settings: ThreadSettings, events: EndpointEvent
     env: settings.env,
     workerData: { port: runnerPort },
     transferList: [runnerPort],
-    resourceLimits: { maxYoungGenerationSizeMb: RUNNER_YOUNG_GENERATION_MB, ...settings.resourceLimits },
+    resourceLimits: runnerLimits(settings.resourceLimits),
   })
   let held = false
   const hold = (wanted: boolean) => {
