@@ -69,7 +69,7 @@ export class RunnerChild {
     this.#host = host
     const outbox = host.outbox
     // Calls go out in order with the events: an open events message must not swallow later events.
-    this.#rpc = new RpcClient(id, { push: (message) => this.#sendRpc(message), get epoch() { return outbox.epoch } })
+    this.#rpc = new RpcClient(id, { push: (message) => (message.type === 'rpc/call' ? this.#sendWithEvents(message) : this.#send(message)), get epoch() { return outbox.epoch } })
   }
 
   async build(create: Create): Promise<void> {
@@ -156,10 +156,7 @@ export class RunnerChild {
       if (this.#state === 'closed') return
       const idle: IdleMessage = { type: 'idle', child: this.id }
       if (structured?.captured) idle.structured = { value: structured.value }
-      // The last events, when not sent yet, ride with it: one message, not two.
-      const events = this.#lastInFrame()?.events
-      if (events) Object.assign(events, idle, { type: 'idle' })
-      else this.#send(idle)
+      this.#sendWithEvents(idle)
       this.#close()
     })
   }
@@ -192,11 +189,12 @@ export class RunnerChild {
   }
 
   /**
-   * A call takes the events recorded before it when they are still open in this frame: one
-   * message, not two, in the events' place (the order holds per child, which is all a frame keeps).
+   * Sends a message (a call, the turn's `idle`) that takes the events recorded before it when they
+   * are still open in this frame: one message, not two, in the events' place (the order holds per
+   * child, which is all a frame keeps).
    */
-  #sendRpc(message: RunnerMessage): void {
-    const events = message.type === 'rpc/call' ? this.#lastInFrame()?.events : undefined
+  #sendWithEvents(message: Extract<RunnerMessage, { type: 'rpc/call' | 'idle' }>): void {
+    const events = this.#lastInFrame()?.events
     if (!events || this.#state === 'closed') return this.#send(message)
     Object.assign(events, message)
     this.#last = { epoch: this.#host.outbox.epoch, events: undefined, texts: false }
