@@ -83,6 +83,8 @@ export class HostLink implements HostEnd {
   /** When the host was last heard (or the link opened), by the judge's clock. */
   #heard: Mark
   #ended = false
+  /** The host's welcome came: it heard this link's hello, and reads what is sent on it. */
+  #isWelcomed = false
   #welcomed!: (config: RunnerConfig) => void
   #refused!: (error: Error) => void
 
@@ -107,6 +109,11 @@ export class HostLink implements HostEnd {
 
   get ended(): boolean {
     return this.#ended
+  }
+
+  /** Whether the host welcomed this link: until then it may not have heard its hello, and would read nothing more on it. */
+  get welcomed(): boolean {
+    return this.#isWelcomed
   }
 
   /** Aborted when the link ends: a child still waiting for a slot stops waiting. */
@@ -229,6 +236,7 @@ export class HostLink implements HostEnd {
         if (message.v !== PROTOCOL_VERSION) {
           return this.#fatal(new ProtocolError(versionMismatchText('the host', message.v, this.label, PROTOCOL_VERSION)))
         }
+        this.#isWelcomed = true
         return this.#welcomed(message.config)
       case 'ping':
         return this.#outbox.push({ type: 'pong', n: message.n })

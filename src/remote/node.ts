@@ -193,7 +193,9 @@ class RemoteNode implements WorkerNode {
       await this.#broker.listening()
       // Shut down meanwhile: nothing was asked for, and its pools may be closed.
       if (!this.#open) return 'unasked'
-      const link = this.#linkTo(read.host)
+      const link = await this.#linkForTake(read.host)
+      // Shut down while it waited for the link's welcome: nothing was asked for.
+      if (!this.#open) return 'unasked'
       // The job only names the child: what it is, the host says, and only to the node holding the job.
       const taken = await link.take(read.child, token)
       // Refused (the host gave up on it, or never queued it) or the host is gone: nothing ran, nor will.
@@ -305,6 +307,23 @@ class RemoteNode implements WorkerNode {
       this.#pools.set(key, pool)
     }
     return pool
+  }
+
+  /**
+   * The link a take goes over: one its host welcomed, or a new one (the take rides its hello).
+   * One not welcomed yet may be one whose hello the host never heard (pub/sub drops what is
+   * published while nobody listens: the host's channel was reconnecting), and the host reads
+   * nothing else on a link it never opened: a take sent there would go unanswered, and its job
+   * end unrun once the link is let go for silence. So the take waits for the welcome; if the link
+   * ends first, it goes with the hello of the next one.
+   */
+  async #linkForTake(host: string): Promise<HostLink> {
+    for (;;) {
+      const link = this.#links.get(host)
+      if (!link || link.ended) return this.#linkTo(host)
+      if (link.welcomed) return link
+      await link.welcome.catch(() => {})
+    }
   }
 
   #linkTo(host: string): HostLink {

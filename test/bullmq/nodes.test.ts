@@ -176,13 +176,18 @@ async function jobsAdded(queue: string): Promise<number> {
 async function fakeHostTaken(queue: string, onTestFinished: (fn: () => void) => void): Promise<FakeHost> {
   const fake = await FakeHost.start(queue, 'fake-host')
   onTestFinished(() => fake.close())
-  const connection = new Redis(REDIS)
-  const bull = new Queue(depth1(queue), { connection })
-  await bull.add('child', { v: PROTOCOL_VERSION, host: fake.id, child: 'c1' }, { removeOnComplete: true, removeOnFail: true, attempts: 1 })
-  await bull.close()
-  connection.disconnect()
+  await addJob(queue, fake.id, 'c1')
   await fake.hears('take', (message) => message.type === 'take' && message.child === 'c1')
   return fake
+}
+
+/** Queues a job for `host`'s child `child`, as a host adds one. */
+async function addJob(queue: string, host: string, child: string): Promise<void> {
+  const connection = new Redis(REDIS)
+  const bull = new Queue(depth1(queue), { connection })
+  await bull.add('child', { v: PROTOCOL_VERSION, host, child }, { removeOnComplete: true, removeOnFail: true, attempts: 1 })
+  await bull.close()
+  connection.disconnect()
 }
 
 /** A fake host's welcome: its children run the fault module's agent. */
@@ -199,6 +204,8 @@ type Heard = { type: string; child?: string; [field: string]: unknown }
 /** Any Redis client posing as a host: it hears a node on its channel and publishes frames in a host's envelope, on the link the node last spoke on. */
 class FakeHost {
   readonly heard: Heard[] = []
+  /** Each frame heard, with the link it came on. */
+  readonly frames: Array<{ link: string; frame: Heard[] }> = []
   #link = ''
   readonly #watch = new Watch()
   readonly #publisher = new Redis(REDIS)
@@ -211,6 +218,7 @@ class FakeHost {
     fake.#subscriber.on('messageBuffer', (_channel: Buffer, bytes: Buffer) => {
       const [, frame, link] = deserialize(bytes) as [string, Heard[], string]
       fake.#link = link
+      fake.frames.push({ link, frame })
       fake.heard.push(...frame)
       fake.#watch.changed()
     })
@@ -775,6 +783,26 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await fake.send(n.id, [FAKE_WELCOME, plainCreate('c1')])
     await fake.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
     await fake.send(n.id, [{ type: 'bye' }])
+  })
+
+  it("a take waits for its link's welcome: on a link whose hello the host never heard, it goes with the next link's hello, and its child runs", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    // It lets a silent host's link go after 2 s.
+    const n = await my.node(queue, { extra: ['--host-silence-ms', '2000'] })
+    // The first link's hello and take, as if published while the host's channel was reconnecting: the fake leaves them unanswered.
+    const fake = await fakeHostTaken(queue, onTestFinished)
+    const first = fake.frames.find(({ frame }) => frame.some((message) => message.type === 'take' && message.child === 'c1'))!
+    expect(first.frame[0]).toMatchObject({ type: 'hello' })
+    await addJob(queue, fake.id, 'c2')
+    const take = await fake.hears('take c2', (message) => message.type === 'take' && message.child === 'c2')
+    // Not on the link the host never opened (it would read it as a frame of a link already ended), but with the hello of the next.
+    const { link, frame } = fake.frames.find(({ frame }) => frame.includes(take))!
+    expect(link).not.toBe(first.link)
+    expect(frame[0]).toMatchObject({ type: 'hello' })
+    await fake.send(n.id, [FAKE_WELCOME, plainCreate('c2')], link)
+    await fake.hears('created c2', (message) => message.type === 'created' && message.child === 'c2')
+    await fake.send(n.id, [{ type: 'bye' }], link)
   })
 
   it("a node tells its host its room: none while it is full, so a create placed then is refused, naming the node; room again once a child left", async ({ expect, onTestFinished }) => {
