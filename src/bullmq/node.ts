@@ -136,7 +136,9 @@ class BullmqNodeBroker implements NodeBroker {
   async #process(run: RunJob, job: Job, level: number, token: string | undefined): Promise<void> {
     if (token === undefined) throw subagentError('ERR_SUBAGENT_REMOTE_SHAPE', 'BullMQ gave the job without a lock token: this node cannot prove it holds it')
     if (!this.#hasRoom(level)) return this.#handBack(job, level, token)
-    if ((await run(job.data, level, token)) === 'unasked') return this.#giveBack(job, token)
+    const ran = await run(job.data, level, token)
+    // Unheard again after going back once: a dead host's jobs would go round the nodes for good.
+    if (ran === 'unasked' || (ran === 'unheard' && job.attemptsStarted <= 1)) return this.#giveBack(job, token)
   }
 
   /**

@@ -184,7 +184,7 @@ class RemoteNode implements WorkerNode {
   }
 
   /** One job: one child, from asking its host for it to its leaving the node. */
-  async #run(data: unknown, level: number, token: string): Promise<'done' | 'unasked'> {
+  async #run(data: unknown, level: number, token: string): Promise<'done' | 'unasked' | 'unheard'> {
     const read = readJob(data)
     if (read instanceof Error) throw read // the job fails, visibly in the broker; no host can be told
     this.#occupy(level, 1)
@@ -198,6 +198,8 @@ class RemoteNode implements WorkerNode {
       if (!this.#open) return 'unasked'
       // The job only names the child: what it is, the host says, and only to the node holding the job.
       const taken = await link.take(read.child, token)
+      // The link ended before its hello was answered: the host may never have heard the take (pub/sub drops what is published while nobody listens).
+      if (!taken && !link.welcomed) return 'unheard'
       // Refused (the host gave up on it, or never queued it) or the host is gone: nothing ran, nor will.
       if (taken) await this.#build(link, taken, level, false)
       return 'done'

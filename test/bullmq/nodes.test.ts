@@ -106,10 +106,10 @@ function fulfilled(promises: Array<Promise<unknown>>, n: number): Promise<void> 
 
 /**
  * Resolves with the id of the job of the `nth` (default first) `event` BullMQ reports ('waiting':
- * queued; 'removed') on the depth-1 queue of `queue`, counting only `jobId`'s if given. The
+ * queued; 'removed'; 'completed': done, so never taken again) on the depth-1 queue of `queue`, counting only `jobId`'s if given. The
  * queue's event stream is read from its start, so events that came before the call count.
  */
-async function queueEvent(queue: string, event: 'waiting' | 'removed', which: { nth?: number; jobId?: string } = {}): Promise<string> {
+async function queueEvent(queue: string, event: 'waiting' | 'removed' | 'completed', which: { nth?: number; jobId?: string } = {}): Promise<string> {
   const connection = new Redis(REDIS, { maxRetriesPerRequest: null })
   const events = new QueueEvents(depth1(queue), { connection, lastEventId: '0' })
   let seen = 0
@@ -785,7 +785,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await fake.send(n.id, [{ type: 'bye' }])
   })
 
-  it("a take waits for its link's welcome: on a link whose hello the host never heard, it goes with the next link's hello, and its child runs", async ({ expect, onTestFinished }) => {
+  it("a take waits for its link's welcome: on a link whose hello the host never heard, it goes with the next link's hello; the take that rode the lost hello goes again once; both children run", async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     // It lets a silent host's link go after 2 s.
@@ -802,7 +802,27 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     expect(frame[0]).toMatchObject({ type: 'hello' })
     await fake.send(n.id, [FAKE_WELCOME, plainCreate('c2')], link)
     await fake.hears('created c2', (message) => message.type === 'created' && message.child === 'c2')
+    // c1's job went back when the first link was let go, and its take comes again, on the link the host opened.
+    const again = await fake.hears('take c1 again', (message) => message.type === 'take' && message.child === 'c1' && !first.frame.includes(message))
+    expect(fake.frames.find(({ frame }) => frame.includes(again))!.link).toBe(link)
+    await fake.send(n.id, [plainCreate('c1')], link)
+    await fake.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
     await fake.send(n.id, [{ type: 'bye' }], link)
+  })
+
+  it('a job whose take no host answers goes back once, then ends: a dead host\'s jobs do not go round the nodes for good', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    await my.node(queue, { extra: ['--host-silence-ms', '1000'] })
+    const fake = await FakeHost.start(queue, 'dead-host')
+    onTestFinished(() => fake.close())
+    const completed = queueEvent(queue, 'completed')
+    await addJob(queue, fake.id, 'c1')
+    await completed
+    const takes = fake.frames.filter(({ frame }) => frame.some((message) => message.type === 'take' && message.child === 'c1'))
+    // Each with the hello of a link of its own.
+    expect(takes.map(({ frame }) => frame[0]!.type)).toEqual(['hello', 'hello'])
+    expect(new Set(takes.map(({ link }) => link)).size).toBe(2)
   })
 
   it("a node tells its host its room: none while it is full, so a create placed then is refused, naming the node; room again once a child left", async ({ expect, onTestFinished }) => {
