@@ -35,6 +35,9 @@ export interface NodeOptions extends RemoteNodeOptions {
   redisTimeoutMs?: number
 }
 
+/** The job's field that marks a take of it went unanswered once (see #firstUnanswered). */
+const UNANSWERED = 'swUnanswered'
+
 /** Every option, checked against NodeOptions by the compiler: one added there must be named here. */
 const NODE_KEYS = new Set(Object.keys({ connection: 0, queue: 0, agentModules: 0, pool: 0, hostSilenceMs: 0, redisTimeoutMs: 0, name: 0, log: 0 } satisfies Record<keyof NodeOptions, 0>))
 
@@ -137,8 +140,18 @@ class BullmqNodeBroker implements NodeBroker {
     if (token === undefined) throw subagentError('ERR_SUBAGENT_REMOTE_SHAPE', 'BullMQ gave the job without a lock token: this node cannot prove it holds it')
     if (!this.#hasRoom(level)) return this.#handBack(job, level, token)
     const ran = await run(job.data, level, token)
-    // Unheard again after going back once: a dead host's jobs would go round the nodes for good.
-    if (ran === 'unasked' || (ran === 'unheard' && job.attemptsStarted <= 1)) return this.#giveBack(job, token)
+    if (ran === 'unasked' || (ran === 'unanswered' && (await this.#firstUnanswered(job)))) return this.#giveBack(job, token)
+  }
+
+  /**
+   * Whether a take of this job goes unanswered for the first time: marked on the job, so it goes
+   * back once. A node cannot tell a lost take from a dead host, whose jobs would otherwise go
+   * round the nodes for good. (BullMQ's attemptsStarted would not do: it counts the jobs handed
+   * back for want of room too.) The host never reads the mark; one a queue writer sets only ends
+   * the job, which it could do anyway.
+   */
+  async #firstUnanswered(job: Job): Promise<boolean> {
+    return (await this.#jobs.hsetnx(`${job.queueQualifiedName}:${job.id}`, UNANSWERED, '1')) === 1
   }
 
   /**

@@ -65,10 +65,10 @@ export type OpenHostBroker = (host: string, events: BrokerEvents) => HostBroker
  * Runs one job the node was given: `data` as the queue holds it (unchecked), its depth level, and
  * the lock `token` it holds it by. `'unasked'`: the node shut down before it asked for the job's
  * child, so the job goes back to wait for another node (ending it would end a child nobody ran).
- * `'unheard'`: it asked, but the link ended before the host ever answered it (its hello may have
- * been lost, or the host is dead), so nothing ran: the job goes back once, and ends the next time.
+ * `'unanswered'`: it asked, but the link ended before the host answered (the host may never have
+ * heard the take, or it is dead), so nothing ran: the job goes back once, and ends the next time.
  */
-export type RunJob = (data: unknown, level: number, token: string) => Promise<'done' | 'unasked' | 'unheard'>
+export type RunJob = (data: unknown, level: number, token: string) => Promise<'done' | 'unasked' | 'unanswered'>
 
 /** A node's broker. */
 export interface NodeBroker {
@@ -82,10 +82,11 @@ export interface NodeBroker {
   readonly levels: number
   /**
    * Takes jobs of every level, at most `concurrency` of each at a time; a job is held until `run`
-   * settles, fails if it rejects, and goes back to the queue, unrun, if `run` says it asked nothing
-   * (`'unasked'`), or was not heard the first time the job was taken (`'unheard'`). One that comes while `hasRoom(level)` is false (children
-   * placed directly fill the node) goes back to the queue, unrun, for another node, and the level
-   * takes none until `roomFreed`. Resolves once taking.
+   * settles, fails if it rejects, and goes back to the queue, unrun, if `run` says it asked
+   * nothing (`'unasked'`), or the first time it says it was not answered (`'unanswered'`). One
+   * that comes while `hasRoom(level)` is false (children placed directly fill the node) goes back
+   * to the queue, unrun, for another node, and the level takes none until `roomFreed`. Resolves
+   * once taking.
    */
   take(concurrency: number, run: RunJob, hasRoom: (level: number) => boolean): Promise<void>
   /** The node has room at `level` again: a level resting since a job was handed back takes jobs again. */

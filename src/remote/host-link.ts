@@ -43,8 +43,15 @@ interface Room {
 interface Taking {
   given: boolean
   readonly stop: AbortController
-  answer(create: CreateMessage | undefined): void
+  answer(answer: CreateMessage | 'refused' | 'unanswered'): void
 }
+
+/**
+ * What became of a take: the child to build; `'refused'`, the host's answer (it gave up on the
+ * child, never queued it, or another node holds the job); or `'unanswered'`, the link ended
+ * first, and the host may never have heard it.
+ */
+export type TakeAnswer = Taken | 'refused' | 'unanswered'
 
 export interface HostLinkOptions {
   /** This link's own id, in the envelope of every frame on it (see envelope.ts). */
@@ -84,9 +91,9 @@ export class HostLink implements HostEnd {
   #heard: Mark
   #ended = false
   /** The host's welcome came: it heard this link's hello, and reads what is sent on it. */
-  #isWelcomed = false
-  #welcomed!: (config: RunnerConfig) => void
-  #refused!: (error: Error) => void
+  #welcomed = false
+  #resolveWelcome!: (config: RunnerConfig) => void
+  #rejectWelcome!: (error: Error) => void
 
   constructor(options: HostLinkOptions) {
     this.id = options.id
@@ -96,7 +103,7 @@ export class HostLink implements HostEnd {
     // Its children moving at once each follow it while they wait for a thread (placeUntil, node.ts).
     setMaxListeners(0, this.#stop.signal)
     this.#heard = options.judge.mark()
-    this.welcome = new Promise((resolve, reject) => ((this.#welcomed = resolve), (this.#refused = reject)))
+    this.welcome = new Promise((resolve, reject) => ((this.#resolveWelcome = resolve), (this.#rejectWelcome = reject)))
     this.welcome.catch(() => {})
     this.#outbox = new Outbox<NodeMessage>({
       send: (frame) => options.send(flatEvents(frame)),
@@ -113,7 +120,7 @@ export class HostLink implements HostEnd {
 
   /** Whether the host welcomed this link: until then it may not have heard its hello, and would read nothing more on it. */
   get welcomed(): boolean {
-    return this.#isWelcomed
+    return this.#welcomed
   }
 
   /** Aborted when the link ends: a child still waiting for a slot stops waiting. */
@@ -143,14 +150,14 @@ export class HostLink implements HostEnd {
 
   /**
    * Asks the host for the child a job names, telling it the job's lock token as proof this node
-   * holds the job. Resolves with what the host gave, or undefined when it refused (it gave up on
-   * the child, never queued it, or another node holds the job) or the link ended.
+   * holds the job. A child asked for already on this link is not this job's to run: refused.
    */
-  take(child: string, token: string): Promise<Taken | undefined> {
-    if (this.#ended || this.#taking.has(child)) return Promise.resolve(undefined)
+  take(child: string, token: string): Promise<TakeAnswer> {
+    if (this.#ended) return Promise.resolve('unanswered')
+    if (this.#taking.has(child)) return Promise.resolve('refused')
     return new Promise((resolve) => {
       const stop = new AbortController()
-      this.#taking.set(child, { given: false, stop, answer: (create) => resolve(create && { create, signal: stop.signal }) })
+      this.#taking.set(child, { given: false, stop, answer: (answer) => resolve(typeof answer === 'string' ? answer : { create: answer, signal: stop.signal }) })
       this.#outbox.push({ type: 'take', child, token })
     })
   }
@@ -216,14 +223,14 @@ export class HostLink implements HostEnd {
   close(why: string): void {
     if (this.#ended) return
     this.#ended = true
-    this.#refused(subagentError('ERR_SUBAGENT_LINK_ENDED', `the link to host ${this.host} ended before it welcomed ${this.label}: ${why}`))
+    this.#rejectWelcome(subagentError('ERR_SUBAGENT_LINK_ENDED', `the link to host ${this.host} ended before it welcomed ${this.label}: ${why}`))
     const ended = subagentError('ERR_SUBAGENT_LINK_ENDED', `the link to host ${this.host} ended: ${why}`)
     this.#stop.abort(ended)
     this.#outbox.close()
     // Each child given and not yet on a thread stops waiting for one, with the link's reason.
     for (const taking of this.#taking.values()) {
       taking.stop.abort(ended)
-      taking.answer(undefined)
+      taking.answer('unanswered')
     }
     this.#taking.clear()
     for (const child of [...this.#children.values()]) child.abandon()
@@ -236,8 +243,8 @@ export class HostLink implements HostEnd {
         if (message.v !== PROTOCOL_VERSION) {
           return this.#fatal(new ProtocolError(versionMismatchText('the host', message.v, this.label, PROTOCOL_VERSION)))
         }
-        this.#isWelcomed = true
-        return this.#welcomed(message.config)
+        this.#welcomed = true
+        return this.#resolveWelcome(message.config)
       case 'ping':
         return this.#outbox.push({ type: 'pong', n: message.n })
       case 'bye':
@@ -278,7 +285,7 @@ export class HostLink implements HostEnd {
   #dropTaken(child: string): void {
     const taking = this.#taking.get(child)!
     this.#taking.delete(child)
-    if (!taking.given) return taking.answer(undefined)
+    if (!taking.given) return taking.answer('refused')
     taking.stop.abort(subagentError('ERR_SUBAGENT_LINK_ENDED', 'the host let go of the child'))
     this.#outbox.push({ type: 'dropped', child })
   }

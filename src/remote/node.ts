@@ -125,8 +125,8 @@ class RemoteNode implements WorkerNode {
   readonly #live: number[]
   /** The children placed directly, until each left: a shutdown waits for them as the broker does for its jobs. */
   readonly #placedHere = new Set<Promise<void>>()
-  /** Children are taken and placed here until close() begins. */
-  #open = true
+  /** Aborted when close() begins: children are taken and placed here until then, and a take waiting for its link's welcome stops waiting. */
+  readonly #shut = new AbortController()
   /** Aborted when the shutdown's deadline passes: a child still waiting for a slot is not placed. */
   readonly #deadline = new AbortController()
   /** By depth and runner config: children of one host config share threads. */
@@ -139,6 +139,7 @@ class RemoteNode implements WorkerNode {
     this.#settings = settings
     // Every placement in flight follows the deadline (placeUntil): many at once is no leak.
     setMaxListeners(0, this.#deadline.signal)
+    setMaxListeners(0, this.#shut.signal)
     this.#judge = new SilenceJudge({ limitMs: settings.hostSilenceMs, intervalMs: HOST_CHECK_MS })
     this.id = settings.id
     this.#label = `node ${settings.id}`
@@ -158,12 +159,16 @@ class RemoteNode implements WorkerNode {
     }, HOST_CHECK_MS)
   }
 
+  get #open(): boolean {
+    return !this.#shut.signal.aborted
+  }
+
   close(deadlineMs = 10_000): Promise<void> {
     return (this.#closing ??= this.#close(deadlineMs))
   }
 
   async #close(deadlineMs: number): Promise<void> {
-    this.#open = false
+    this.#shut.abort()
     // Its hosts place nothing more here: they queue instead.
     for (let level = 1; level <= this.#broker.levels; level++) this.#roomChanged(level)
     for (const link of this.#offered) link.sayRoomNow()
@@ -184,7 +189,7 @@ class RemoteNode implements WorkerNode {
   }
 
   /** One job: one child, from asking its host for it to its leaving the node. */
-  async #run(data: unknown, level: number, token: string): Promise<'done' | 'unasked' | 'unheard'> {
+  async #run(data: unknown, level: number, token: string): Promise<'done' | 'unasked' | 'unanswered'> {
     const read = readJob(data)
     if (read instanceof Error) throw read // the job fails, visibly in the broker; no host can be told
     this.#occupy(level, 1)
@@ -195,13 +200,13 @@ class RemoteNode implements WorkerNode {
       if (!this.#open) return 'unasked'
       const link = await this.#linkForTake(read.host)
       // Shut down while it waited for the link's welcome: nothing was asked for.
-      if (!this.#open) return 'unasked'
+      if (!link) return 'unasked'
       // The job only names the child: what it is, the host says, and only to the node holding the job.
-      const taken = await link.take(read.child, token)
-      // The link ended before its hello was answered: the host may never have heard the take (pub/sub drops what is published while nobody listens).
-      if (!taken && !link.welcomed) return 'unheard'
-      // Refused (the host gave up on it, or never queued it) or the host is gone: nothing ran, nor will.
-      if (taken) await this.#build(link, taken, level, false)
+      const answer = await link.take(read.child, token)
+      // The link ended first: the host may never have heard the take (pub/sub drops what is published while its channel reconnects).
+      if (answer === 'unanswered') return this.#open ? 'unanswered' : 'unasked'
+      // Refused: nothing ran, nor will.
+      if (answer !== 'refused') await this.#build(link, answer, level, false)
       return 'done'
     } finally {
       this.#occupy(level, -1)
@@ -317,14 +322,16 @@ class RemoteNode implements WorkerNode {
    * published while nobody listens: the host's channel was reconnecting), and the host reads
    * nothing else on a link it never opened: a take sent there would go unanswered, and its job
    * end unrun once the link is let go for silence. So the take waits for the welcome; if the link
-   * ends first, it goes with the hello of the next one.
+   * ends first, the first to wake opens the next (its take rides the hello), and the rest wait
+   * for that one's welcome. Undefined once the node shuts down: the take was not sent.
    */
-  async #linkForTake(host: string): Promise<HostLink> {
+  async #linkForTake(host: string): Promise<HostLink | undefined> {
     for (;;) {
+      if (!this.#open) return undefined
       const link = this.#links.get(host)
       if (!link || link.ended) return this.#linkTo(host)
       if (link.welcomed) return link
-      await link.welcome.catch(() => {})
+      await settledOrAborted(link.welcome, this.#shut.signal)
     }
   }
 
@@ -385,5 +392,18 @@ function placeUntil<T>(pool: RunnerPool, first: AbortSignal, second: AbortSignal
   return pool.place(either.signal, build, moved).finally(() => {
     first.removeEventListener('abort', onFirst)
     second.removeEventListener('abort', onSecond)
+  })
+}
+
+/** Resolves once `promise` settles or `signal` aborts, whichever is first; the listener goes with it (the signal is the node's). */
+function settledOrAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve()
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    signal.addEventListener('abort', done, { once: true })
+    promise.then(done, done)
   })
 }

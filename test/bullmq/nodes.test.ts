@@ -226,6 +226,12 @@ class FakeHost {
     return fake
   }
 
+  /** Resolves with the first frame heard that `matches`, before the call or after. */
+  async hearsFrame(what: string, matches: (heard: { link: string; frame: Heard[] }) => boolean): Promise<{ link: string; frame: Heard[] }> {
+    await this.#watch.until(what, () => this.frames.some(matches))
+    return this.frames.find(matches)!
+  }
+
   /** Resolves with the first message heard that `matches`, before the call or after. */
   async hears(what: string, matches: (message: Heard) => boolean): Promise<Heard> {
     await this.#watch.until(what, () => this.heard.some(matches))
@@ -785,44 +791,43 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await fake.send(n.id, [{ type: 'bye' }])
   })
 
-  it("a take waits for its link's welcome: on a link whose hello the host never heard, it goes with the next link's hello; the take that rode the lost hello goes again once; both children run", async ({ expect, onTestFinished }) => {
+  it("a take waits for its link's welcome: none goes on a link whose hello the host never heard; the next link's hello brings them, the one that rode the lost hello again, and both children run", async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
-    // It lets a silent host's link go after 2 s.
-    const n = await my.node(queue, { extra: ['--host-silence-ms', '2000'] })
+    // It lets a silent host's link go after 3 s.
+    const n = await my.node(queue, { extra: ['--host-silence-ms', '3000'] })
     // The first link's hello and take, as if published while the host's channel was reconnecting: the fake leaves them unanswered.
     const fake = await fakeHostTaken(queue, onTestFinished)
-    const first = fake.frames.find(({ frame }) => frame.some((message) => message.type === 'take' && message.child === 'c1'))!
-    expect(first.frame[0]).toMatchObject({ type: 'hello' })
+    const [first] = fake.frames
+    expect(first!.frame.map(({ type }) => type)).toEqual(['hello', 'take'])
     await addJob(queue, fake.id, 'c2')
-    const take = await fake.hears('take c2', (message) => message.type === 'take' && message.child === 'c2')
-    // Not on the link the host never opened (it would read it as a frame of a link already ended), but with the hello of the next.
-    const { link, frame } = fake.frames.find(({ frame }) => frame.includes(take))!
-    expect(link).not.toBe(first.link)
-    expect(frame[0]).toMatchObject({ type: 'hello' })
-    await fake.send(n.id, [FAKE_WELCOME, plainCreate('c2')], link)
-    await fake.hears('created c2', (message) => message.type === 'created' && message.child === 'c2')
-    // c1's job went back when the first link was let go, and its take comes again, on the link the host opened.
-    const again = await fake.hears('take c1 again', (message) => message.type === 'take' && message.child === 'c1' && !first.frame.includes(message))
-    expect(fake.frames.find(({ frame }) => frame.includes(again))!.link).toBe(link)
-    await fake.send(n.id, [plainCreate('c1')], link)
-    await fake.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
-    await fake.send(n.id, [{ type: 'bye' }], link)
+    // Once the first link is let go, the next opens with a hello; whichever take rides it, the other follows on it.
+    const next = await fake.hearsFrame("the next link's hello", ({ link, frame }) => link !== first!.link && frame[0]?.type === 'hello')
+    await fake.send(n.id, [FAKE_WELCOME], next.link)
+    for (const child of ['c1', 'c2']) {
+      await fake.hears(`take ${child} on the next link`, (message) => message.type === 'take' && message.child === child && fake.frames.some(({ link, frame }) => link === next.link && frame.includes(message)))
+      await fake.send(n.id, [plainCreate(child)], next.link)
+      await fake.hears(`created ${child}`, (message) => message.type === 'created' && message.child === child)
+    }
+    // Nothing more on the link the host never opened (it would read that as a frame of a link already ended).
+    expect(fake.frames.filter(({ link }) => link === first!.link)).toEqual([first])
+    await fake.send(n.id, [{ type: 'bye' }], next.link)
   })
 
-  it('a job whose take no host answers goes back once, then ends: a dead host\'s jobs do not go round the nodes for good', async ({ expect, onTestFinished }) => {
+  it("a job whose take no host answers goes back once, then ends: a dead host's jobs do not go round the nodes for good", async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     await my.node(queue, { extra: ['--host-silence-ms', '1000'] })
     const fake = await FakeHost.start(queue, 'dead-host')
     onTestFinished(() => fake.close())
-    const completed = queueEvent(queue, 'completed')
+    const watch = new Watch()
+    let ended = false
+    void queueEvent(queue, 'completed').then(() => ((ended = true), watch.changed()))
     await addJob(queue, fake.id, 'c1')
-    await completed
-    const takes = fake.frames.filter(({ frame }) => frame.some((message) => message.type === 'take' && message.child === 'c1'))
-    // Each with the hello of a link of its own.
-    expect(takes.map(({ frame }) => frame[0]!.type)).toEqual(['hello', 'hello'])
-    expect(new Set(takes.map(({ link }) => link)).size).toBe(2)
+    await watch.until('the job to end', () => ended)
+    // Two takes, each with the hello of a link of its own.
+    expect(fake.frames.map(({ frame }) => frame.map(({ type }) => type))).toEqual([['hello', 'take'], ['hello', 'take']])
+    expect(new Set(fake.frames.map(({ link }) => link)).size).toBe(2)
   })
 
   it("a node tells its host its room: none while it is full, so a create placed then is refused, naming the node; room again once a child left", async ({ expect, onTestFinished }) => {

@@ -8,13 +8,19 @@
 import { getEventListeners } from 'node:events'
 import { serialize } from 'node:v8'
 import { describe, expect, it } from 'vitest'
-import { HostLink, type NodeMessage, type Taken } from '../../dist/remote/host-link.js'
+import { HostLink, type NodeMessage, type TakeAnswer, type Taken } from '../../dist/remote/host-link.js'
 import { NodeLink } from '../../dist/remote/node-link.js'
 import { decode, encode, type TakeMessage } from '../../dist/remote/envelope.js'
 import { SilenceJudge } from '../../dist/parent/runners/liveness.js'
 import { PROTOCOL_VERSION, type HostMessage } from '../../dist/protocol/messages.js'
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))
+
+/** The child a take was given; fails the test on a refusal or no answer. */
+function given(answer: TakeAnswer): Taken {
+  if (typeof answer === 'string') throw new Error(`the take was ${answer}`)
+  return answer
+}
 
 function hostLink() {
   const sent: NodeMessage[][] = []
@@ -96,7 +102,7 @@ describe("a node's link to a host", () => {
     const { link, sent } = hostLink()
     const taken = link.take('c', 'lock-token')
     link.receive([welcome, { type: 'drop', child: 'c' }])
-    expect(await taken).toBeUndefined()
+    expect(await taken).toBe('refused')
     await turn()
     expect(sent.map((message) => message.type)).toEqual(['hello', 'take'])
   })
@@ -105,7 +111,7 @@ describe("a node's link to a host", () => {
     const { link, sent } = hostLink()
     const taken = link.take('c', 'lock-token')
     link.receive([welcome, create('c')])
-    const { signal } = (await taken)!
+    const { signal } = given(await taken)
     link.receive([{ type: 'drop', child: 'c' }])
     expect(signal.aborted).toBe(true)
     await turn()
@@ -178,18 +184,20 @@ describe("a node's link to a host", () => {
     expect(frames[2]).toEqual([{ type: 'room', level: 1, free: 0, placed: 0 }])
   })
 
-  it('a link that ends answers its open takes with nothing', async () => {
+  it('a link that ends answers its open takes unanswered, as it does a take asked of it after; a child asked for twice is refused', async () => {
     const { link } = hostLink()
     const taken = link.take('c', 'lock-token')
+    expect(await link.take('c', 'another-token')).toBe('refused')
     link.close('the host was silent')
-    expect(await taken).toBeUndefined()
+    expect(await taken).toBe('unanswered')
+    expect(await link.take('d', 'lock-token')).toBe('unanswered')
   })
 
   it("a link that ends stops every child given and not yet on a thread, with the link's reason", async () => {
     const { link, placed } = hostLink()
     const taking = link.take('t', 'lock-token')
     link.receive([welcome, create('t'), create('p')])
-    const taken = (await taking)!
+    const taken = given(await taking)
     link.close('the host was silent')
     for (const { signal } of [taken, placed[0]!.taken]) {
       expect(signal.aborted).toBe(true)
@@ -212,7 +220,7 @@ describe("a node's link to a host", () => {
     const { link, placed } = hostLink()
     const takes = Array.from({ length: 20 }, (_, i) => link.take(`t${i}`, 'lock-token'))
     link.receive([welcome, ...Array.from({ length: 20 }, (_, i) => create(`t${i}`)), ...Array.from({ length: 20 }, (_, i) => create(`p${i}`))])
-    expect((await Promise.all(takes)).every((taken) => taken !== undefined)).toBe(true)
+    expect((await Promise.all(takes)).every((taken) => typeof taken === 'object')).toBe(true)
     expect(placed).toHaveLength(20)
     expect(dependants(link.signal)).toBe(0)
     expect(getEventListeners(link.signal, 'abort')).toHaveLength(0)
