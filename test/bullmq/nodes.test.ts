@@ -814,6 +814,21 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await fake.send(n.id, [{ type: 'bye' }], next.link)
   })
 
+  it("a take its host said bye to before answering (the host's channel dropped, and the take with it) goes back to the queue, and its child runs on the host's next link", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const n = await my.node(queue, { extra: ['--host-silence-ms', '60000'] })
+    const fake = await fakeHostTaken(queue, onTestFinished)
+    const [first] = fake.frames
+    // The host drops its link before answering, as a host whose channel's connection dropped does.
+    await fake.send(n.id, [FAKE_WELCOME, { type: 'bye' }], first!.link)
+    const next = await fake.hearsFrame("the next link's hello", ({ link, frame }) => link !== first!.link && frame[0]?.type === 'hello')
+    expect(next.frame).toContainEqual(expect.objectContaining({ type: 'take', child: 'c1' }))
+    await fake.send(n.id, [FAKE_WELCOME, plainCreate('c1')], next.link)
+    await fake.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
+    await fake.send(n.id, [{ type: 'bye' }], next.link)
+  })
+
   it("a job whose take no host answers goes back once, then ends: a dead host's jobs do not go round the nodes for good", async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
