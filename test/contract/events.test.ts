@@ -152,13 +152,18 @@ async function readsThroughDeath(host: ReturnType<typeof createHost>, run: Subag
 const DYING: readonly TransportName[] = BULLMQ ? [...POOLED, 'bullmq'] : POOLED
 
 describe.each(DYING)('%s transport: a child whose runner dies', (transport) => {
-  it('its readers get everything recorded, the turn/end the host closed it with included, then end', async () => {
-    const { host, parent } = faultHost(hostOptions(transport), EXIT)
+  it('its readers get everything recorded, the turn/end the host closed it with included, then end', { timeout: 30_000 }, async () => {
+    // On a node of its own: on the shared nodes a thread-mate from another file, cancelled and
+    // slow to stop on a loaded machine, could end the runner first, with its own diagnostic.
+    const queue = `events-${randomBytes(4).toString('hex')}`
+    const node = transport === 'bullmq' ? await startTestNode({ redis: BULLMQ!.redis, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 1 }) : undefined
+    const { host, parent } = faultHost(node ? { transport: bullmqTransport({ connection: BULLMQ!.redis, queue }) } : hostOptions(transport), EXIT)
     try {
       const run = await host.spawn.start({ prompt: 'die', parent, signal: signal() })
       await readsThroughDeath(host, run, collect(run.events()), /exited with code 7/)
     } finally {
       await host.close()
+      await node?.stop()
     }
   })
 })
