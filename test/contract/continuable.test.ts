@@ -22,7 +22,7 @@ import {
   type StreamChunk,
 } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
-import { BULLMQ, closeHosts, setup, TRANSPORTS, type TransportName } from '../support/harness.js'
+import { BULLMQ, closeHosts, ownRunnerOptions, setup, TRANSPORTS, type TransportName } from '../support/harness.js'
 import { startTestNode, type TestNode } from '../support/nodes.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
@@ -272,8 +272,10 @@ describe.each(TRANSPORTS)('continuable children [%s]', (transport) => {
 
   if (transport === 'inline') return
 
-  it('the runner dying during an activation settles it error; the child takes more work', async () => {
-    const { host, parent } = setup(transport, [toolCallResponse('x', 'exit', { code: 3 }), textResponse('still here')], { agentModule: FAULT_MODULE })
+  it('the runner dying during an activation settles it error; the child takes more work', async ({ onTestFinished }) => {
+    // setup() selects the transport itself, but on bullmq the runner is a node of the test's own.
+    const { isolation: _isolation, ...own } = await ownRunnerOptions(transport, [FAULT_MODULE], onTestFinished)
+    const { host, parent } = setup(transport, [toolCallResponse('x', 'exit', { code: 3 }), textResponse('still here')], { ...own, agentModule: FAULT_MODULE })
     const run = await host.spawn.startContinuable({ prompt: 'crash', parent, agentOptions: { provider: 'scripted' } })
     const [crashed] = await settlementsOf(run, 1)
     expect(crashed).toMatchObject({ activation: 1, stopReason: 'error' })

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { randomBytes } from 'node:crypto'
 import { createHost, ScriptedModel, type HostOptions, type ScriptEntry, type SessionEvent, type StreamChunk, type SubagentRun } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
-import { BULLMQ, closeHosts, hostOptions, POOLED, setup, signal, TRANSPORTS, type TransportName } from '../support/harness.js'
+import { BULLMQ, closeHosts, hostOptions, ownRunnerOptions, POOLED, setup, signal, TRANSPORTS, type TransportName } from '../support/harness.js'
 import { startTestNode } from '../support/nodes.js'
 
 afterEach(closeHosts)
@@ -152,18 +152,13 @@ async function readsThroughDeath(host: ReturnType<typeof createHost>, run: Subag
 const DYING: readonly TransportName[] = BULLMQ ? [...POOLED, 'bullmq'] : POOLED
 
 describe.each(DYING)('%s transport: a child whose runner dies', (transport) => {
-  it('its readers get everything recorded, the turn/end the host closed it with included, then end', { timeout: 30_000 }, async () => {
-    // On a node of its own: on the shared nodes a thread-mate from another file, cancelled and
-    // slow to stop on a loaded machine, could end the runner first, with its own diagnostic.
-    const queue = `events-${randomBytes(4).toString('hex')}`
-    const node = transport === 'bullmq' ? await startTestNode({ redis: BULLMQ!.redis, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 1 }) : undefined
-    const { host, parent } = faultHost(node ? { transport: bullmqTransport({ connection: BULLMQ!.redis, queue }) } : hostOptions(transport), EXIT)
+  it('its readers get everything recorded, the turn/end the host closed it with included, then end', { timeout: 30_000 }, async ({ onTestFinished }) => {
+    const { host, parent } = faultHost(await ownRunnerOptions(transport, [FAULT_MODULE], onTestFinished), EXIT)
     try {
       const run = await host.spawn.start({ prompt: 'die', parent, signal: signal() })
       await readsThroughDeath(host, run, collect(run.events()), /exited with code 7/)
     } finally {
       await host.close()
-      await node?.stop()
     }
   })
 })

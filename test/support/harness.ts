@@ -5,11 +5,13 @@
  * Tests wait for the event they mean (a model request, an event on the host, a fixture's
  * signal), never for time: see test/README.md.
  */
+import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { inject } from 'vitest'
 import { createHost, createMemoryStore, ScriptedModel, type Host, type HostOptions, type ModelRequest, type ScriptEntry, type SessionEvent, type SessionStore, type StreamChunk } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
 import { Watch } from './watch.js'
+import { startTestNode } from './nodes.js'
 
 export type TransportName = 'inline' | 'worker' | 'process' | 'bullmq'
 
@@ -71,6 +73,20 @@ export function hostOptions(transport: TransportName): HostOptions {
   if (transport !== 'bullmq') return { isolation: transport }
   if (!BULLMQ) throw new Error('no Redis: the bullmq transport is not in TRANSPORTS')
   return { transport: bullmqTransport({ connection: BULLMQ.redis, queue: BULLMQ.queue }) }
+}
+
+/**
+ * What selects `transport` for a test whose child kills its runner: on the bullmq transport, a
+ * node of the test's own serving `modules` (stopped when the test finishes). On the shared
+ * nodes a thread-mate from another file, cancelled and slow to stop on a loaded machine, could
+ * end the runner first with its own diagnostic, and the kill would end that file's children.
+ */
+export async function ownRunnerOptions(transport: TransportName, modules: string[], onTestFinished: (fn: () => Promise<void>) => void): Promise<HostOptions> {
+  if (transport !== 'bullmq') return hostOptions(transport)
+  const queue = `own-${randomBytes(4).toString('hex')}`
+  const node = await startTestNode({ redis: BULLMQ!.redis, queue, modules, maxThreads: 1, childrenPerWorker: 1 })
+  onTestFinished(() => node.stop())
+  return { transport: bullmqTransport({ connection: BULLMQ!.redis, queue }) }
 }
 
 /** A node's threads are the node's: a host on the bullmq transport takes no pool option. */
