@@ -210,6 +210,7 @@ class FakeHost {
   readonly #watch = new Watch()
   readonly #publisher = new Redis(REDIS)
   readonly #subscriber = new Redis(REDIS)
+  readonly #beats: NodeJS.Timeout[] = []
 
   private constructor(readonly queue: string, readonly id: string) {}
 
@@ -243,7 +244,18 @@ class FakeHost {
     return this.#publisher.publish(`${this.queue}:node:${node}`, serialize([this.id, frame, link]))
   }
 
+  /**
+   * Pings `link` as a host's heartbeat does (every 500 ms) until close: a node lets a link go
+   * once its host is silent for its --host-silence-ms, and building a child on a loaded machine
+   * may take longer than that.
+   */
+  beat(node: string, link: string): void {
+    let n = 0
+    this.#beats.push(setInterval(() => void this.send(node, [{ type: 'ping', n: ++n }], link), 500))
+  }
+
   close(): void {
+    for (const beat of this.#beats) clearInterval(beat)
     this.#publisher.disconnect()
     this.#subscriber.disconnect()
   }
@@ -804,6 +816,8 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     // Once the first link is let go, the next opens with a hello; whichever take rides it, the other follows on it.
     const next = await fake.hearsFrame("the next link's hello", ({ link, frame }) => link !== first!.link && frame[0]?.type === 'hello')
     await fake.send(n.id, [FAKE_WELCOME], next.link)
+    // The next link's host is alive: it is not let go while its children are built.
+    fake.beat(n.id, next.link)
     for (const child of ['c1', 'c2']) {
       await fake.hears(`take ${child} on the next link`, (message) => message.type === 'take' && message.child === child && fake.frames.some(({ link, frame }) => link === next.link && frame.includes(message)))
       await fake.send(n.id, [plainCreate(child)], next.link)
