@@ -227,10 +227,11 @@ class FakeHost {
     return fake
   }
 
-  /** Resolves with the first frame heard that `matches`, before the call or after. */
-  async hearsFrame(what: string, matches: (heard: { link: string; frame: Heard[] }) => boolean): Promise<{ link: string; frame: Heard[] }> {
-    await this.#watch.until(what, () => this.frames.some(matches))
-    return this.frames.find(matches)!
+  /** Resolves with the frame that opened a link other than `after` (its hello first), heard before the call or after. */
+  async hearsNextLink(after: string): Promise<{ link: string; frame: Heard[] }> {
+    const opens = ({ link, frame }: { link: string; frame: Heard[] }) => link !== after && frame[0]?.type === 'hello'
+    await this.#watch.until("the next link's hello", () => this.frames.some(opens))
+    return this.frames.find(opens)!
   }
 
   /** Resolves with the first message heard that `matches`, before the call or after. */
@@ -815,7 +816,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     expect(first!.frame.map(({ type }) => type)).toEqual(['hello', 'take'])
     await addJob(queue, fake.id, 'c2')
     // Once the first link is let go, the next opens with a hello; whichever take rides it, the other follows on it.
-    const next = await fake.hearsFrame("the next link's hello", ({ link, frame }) => link !== first!.link && frame[0]?.type === 'hello')
+    const next = await fake.hearsNextLink(first!.link)
     await fake.send(n.id, [FAKE_WELCOME], next.link)
     // The next link's host is alive: it is not let go while its children are built.
     fake.beat(n.id, next.link)
@@ -837,7 +838,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const [first] = fake.frames
     // The host drops its link before answering, as a host whose channel's connection dropped does.
     await fake.send(n.id, [FAKE_WELCOME, { type: 'bye' }], first!.link)
-    const next = await fake.hearsFrame("the next link's hello", ({ link, frame }) => link !== first!.link && frame[0]?.type === 'hello')
+    const next = await fake.hearsNextLink(first!.link)
     expect(next.frame).toContainEqual(expect.objectContaining({ type: 'take', child: 'c1' }))
     await fake.send(n.id, [FAKE_WELCOME, plainCreate('c1')], next.link)
     await fake.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
