@@ -18,14 +18,15 @@
  * `--threads 0` is inline, any other count a worker pool of that many threads with a slot for
  * every child in flight.
  *
- *   npm run build && node bench/threads.mjs [--workload S3] [--threads 3] [--warmup 20000] [--total 8000] [--children N] [--chunks N] [--retain] [--window FILE]
+ *   npm run build && node bench/threads.mjs [--workload S3] [--threads 3] [--warmup 20000] [--total 8000] [--children N] [--chunks N] [--retain] [--nice N] [--window FILE]
  *
  * `--window FILE` writes the timed round's bounds (CLOCK_MONOTONIC seconds, as `perf record -k
  * CLOCK_MONOTONIC` stamps its samples), its units, the main thread's id and the runner threads'
  * ids, for `bench/perf-split.mjs` to split a profile by kind of thread and kind of work.
  *
  * `--children` changes how many are in flight (a smaller S9u for valgrind's one core, say);
- * `--retain` uses the default store, which keeps every transcript after its child is disposed.
+ * `--retain` uses the default store, which keeps every transcript after its child is disposed;
+ * `--nice` is the pool's `niceIncrement` (how much lower than the host's thread the runners are scheduled).
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
@@ -43,6 +44,7 @@ const { values } = parseArgs({
     children: { type: 'string' },
     chunks: { type: 'string', default: '100' },
     retain: { type: 'boolean', default: false },
+    nice: { type: 'string', default: '0' },
     window: { type: 'string' },
   },
 })
@@ -73,7 +75,7 @@ if (values.children) workload.inFlight = Number(values.children)
 const helpers = new Set(readdirSync('/proc/self/task'))
 const store = values.retain ? {} : { store: createMemoryStore({ retain: false }) }
 const agentModule = new URL('../dist/cli/bench/module.js', import.meta.url)
-const pool = { minThreads: THREADS, maxThreads: THREADS, childrenPerWorker: Math.ceil(workload.inFlight / Math.max(1, THREADS)), idleTimeoutMs: 600_000 }
+const pool = { minThreads: THREADS, maxThreads: THREADS, childrenPerWorker: Math.ceil(workload.inFlight / Math.max(1, THREADS)), idleTimeoutMs: 600_000, niceIncrement: Number(values.nice) }
 const host = createHost({ ...store, agentModule, ...(THREADS === 0 ? { isolation: 'inline' } : { isolation: 'worker', pool }) })
 const variant = THREADS === 0 ? 'inline' : 'worker'
 
@@ -129,7 +131,7 @@ try {
   }
   const per = (kind) => ((after[kind] - before[kind]) / units).toFixed(kind.endsWith('voluntary') ? 2 : workload.unit === 'chunk' ? 2 : 0)
   console.log(
-    `${values.workload}, ${THREADS === 0 ? 'inline' : `worker, ${THREADS} threads`}, ${warmup} warm-up${values.retain ? ', transcripts kept' : ''}: ` +
+    `${values.workload}, ${THREADS === 0 ? 'inline' : `worker, ${THREADS} threads${pool.niceIncrement ? `, runners nice +${pool.niceIncrement}` : ''}`}, ${warmup} warm-up${values.retain ? ', transcripts kept' : ''}: ` +
       `${Math.round((units / elapsed) * 1000)} ${workload.unit}s/s; main thread's event-loop utilization ${utilization.toFixed(2)}; ` +
       `CPU µs a ${workload.unit}: main ${per('main')}, helpers ${per('helpers')}, runners ${per('runners')}; ` +
       `context switches a ${workload.unit}: voluntary ${per('voluntary')}, involuntary ${per('involuntary')}`,

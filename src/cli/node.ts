@@ -5,6 +5,7 @@ import { subagentError } from '../protocol/errors.js'
 
 export const NODE_USAGE = `usage: subagent-worker node --redis URL [--queue NAME] [--max-threads N]
                             [--min-threads N] [--idle-timeout-ms MS] [--children-per-worker M]
+                            [--nice-increment N]
                             [--agent-module URL]... [--name NAME] [--shutdown-ms MS]
                             [--host-silence-ms MS]
 
@@ -18,6 +19,8 @@ and runs them on this machine's worker threads. Needs the bullmq and ioredis pac
   --idle-timeout-ms MS     threads above --min-threads with no children exit after this
                            (default 10000)
   --children-per-worker M  children sharing one thread (default 1)
+  --nice-increment N       how much lower than the node's main thread its threads are
+                           scheduled, 0-19 (default 0; Linux only)
   --agent-module URL       an agent module hosts may name (createHost's agentModule), as a
                            file URL or absolute path; repeat for several. The node loads no
                            other code, and a host that names none gets none
@@ -37,6 +40,7 @@ const OPTIONS = {
   'min-threads': { type: 'string' },
   'idle-timeout-ms': { type: 'string' },
   'children-per-worker': { type: 'string' },
+  'nice-increment': { type: 'string' },
   'agent-module': { type: 'string', multiple: true },
   name: { type: 'string' },
   'shutdown-ms': { type: 'string' },
@@ -64,6 +68,7 @@ export async function runNode(argv: string[]): Promise<void> {
       minThreads: whole('--min-threads', values['min-threads']),
       idleTimeoutMs: whole('--idle-timeout-ms', values['idle-timeout-ms']),
       childrenPerWorker: whole('--children-per-worker', values['children-per-worker']),
+      niceIncrement: whole('--nice-increment', values['nice-increment']),
     },
     ...(values.name === undefined ? {} : { name: values.name }),
     ...(values['host-silence-ms'] === undefined ? {} : { hostSilenceMs: whole('--host-silence-ms', values['host-silence-ms']) }),

@@ -142,6 +142,14 @@ export interface PoolOptions {
   /** Heap caps per runner, in MB; a child process takes only the two heap sizes. */
   resourceLimits?: ResourceLimits
   /**
+   * How much lower than the host's thread a runner is scheduled: 0 (default) to 19, added to the
+   * host's nice value (at most 19). Every child waits on the host's thread, so when runners and the
+   * host want the same cores, a runner that yields keeps the host from queueing for one. A worker
+   * thread is lowered on Linux only (elsewhere the nice value is the whole process's); a child
+   * process's main thread, where its children run, on every platform.
+   */
+  niceIncrement?: number
+  /**
    * The runners' whole environment: exact values, or the names of host variables copied when the
    * host is created. Default none: a child never sees the host's `process.env`.
    */

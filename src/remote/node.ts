@@ -301,13 +301,13 @@ class RemoteNode implements WorkerNode {
     let pool = this.#pools.get(key)
     if (!pool) {
       const { pool: settings } = this.#settings
-      const { env, resourceLimits } = settings
+      const { env, resourceLimits, niceIncrement } = settings
       pool = new RunnerPool({
         ...settings,
         // Only the first level is kept warm; deeper pools start their runners on demand.
         minThreads: level === 1 ? settings.minThreads : 0,
         maxQueue: Infinity,
-        open: (events) => openWorkerThread({ env, resourceLimits }, events),
+        open: (events) => openWorkerThread({ env, resourceLimits, niceIncrement }, events),
         graceMs: config.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS,
         config,
       })

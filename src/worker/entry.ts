@@ -3,12 +3,15 @@
  * workerData (see parent/worker-thread.ts: the host paces what it reads from it). The host starts
  * the thread and terminates it; nothing here outlives that.
  */
+import { setPriority } from 'node:os'
 import { MessagePort, workerData } from 'node:worker_threads'
 import { Runner } from './runner.js'
 import { subagentError } from '../protocol/errors.js'
 
-const port = (workerData as { port?: unknown } | null)?.port
+const { port, nice } = (workerData ?? {}) as { port?: unknown; nice?: unknown }
 if (!(port instanceof MessagePort)) throw subagentError('ERR_SUBAGENT_ENTRY', "subagent-worker's thread entry runs only inside a worker thread started by the host")
+// pool.niceIncrement: the host sends a value only on Linux, where a thread has a nice value of its own.
+if (typeof nice === 'number') setPriority(nice)
 const runner = new Runner((frame) => port.postMessage(frame))
 port.on('message', (frame: unknown) => runner.receive(frame))
 port.on('messageerror', (error: Error) => runner.unreadable(error))

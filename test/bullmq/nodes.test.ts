@@ -13,6 +13,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { getPriority } from 'node:os'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { deserialize, serialize } from 'node:v8'
 import { Queue, QueueEvents, Worker } from 'bullmq'
@@ -487,6 +488,19 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await Promise.all([finishing.dispose(), stuck.dispose()])
     await n.exited
     expect(n.process.exitCode).toBe(0)
+  })
+
+  it("--nice-increment schedules a node's threads that much lower than the node (a thread has a nice value of its own on Linux only)", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    await my.node(queue, { extra: ['--nice-increment', '4'] })
+    // The node inherits this thread's nice value.
+    const expected = process.platform === 'linux' ? Math.min(19, getPriority() + 4) : getPriority()
+    const answer: ScriptEntry = (request: ModelRequest) => textResponse(textOf([...request.messages].reverse().find((message) => message.role === 'tool')!.content))
+    const { host: h, parent } = my.host(queue, [toolCallResponse('n', 'nice', {}), answer], PATIENT)
+    const result = await h.spawn.run({ prompt: 'how nice?', parent })
+    expect(result.stopReason).toBe('completed')
+    expect(JSON.parse(textOf(result.output))).toEqual({ nice: expected })
   })
 
   it('a node takes jobs from its own queue only', async ({ expect, onTestFinished }) => {

@@ -81,6 +81,7 @@ describe('bullmq transport without a Redis', () => {
     [{ connection: 'redis://x', queue: '' }, 'queue must be a queue name'],
     [{ connection: 'redis://x', agentModules: ['./relative.mjs'] }, 'agentModule must be a URL'],
     [{ connection: 'redis://x', pool: { maxThreads: 0 } }, 'pool.maxThreads must be a whole number from 1 to 1024, not 0'],
+    [{ connection: 'redis://x', pool: { niceIncrement: 20 } }, 'pool.niceIncrement must be a whole number from 0 to 19, not 20'],
     [{ connection: 'redis://x', threads: 2 }, 'threads must be a known node option'],
     [{ connection: 'redis://x', name: 'gpu box' }, 'name must be a name of 1 to 200 printable ASCII characters without spaces'],
     [{ connection: 'redis://x', name: '' }, 'name must be a name of 1 to 200 printable ASCII characters without spaces'],

@@ -3,6 +3,7 @@
  * (a worker thread, a child process) can die settles the run with a diagnostic naming the cause,
  * keeps what the child emitted, leaves other children running, and the pool carries on.
  */
+import { getPriority } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { eventOf } from '../support/driver-helpers.js'
@@ -128,6 +129,26 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
       expect((await limitsOn({ pool: { resourceLimits: { maxYoungGenerationSizeMb: 8 } } })).maxYoungGenerationSizeMb).toBe(8)
     })
   }
+
+  /** The nice value of the runner a child's module tool ran on (on Linux, its thread's own). */
+  const niceOn = async (options: HostOptions) => {
+    const { run } = workerHost([toolCallResponse('n', 'nice', {}), textResponse('done')], options)
+    const { events } = await run()
+    return (events.find((event) => event.type === 'tool/result')!.data.value as { nice: number }).nice
+  }
+
+  // A worker thread has a nice value of its own only on Linux; elsewhere the host leaves it be.
+  const lowered = isolation === 'process' || process.platform === 'linux'
+
+  it('pool.niceIncrement schedules each runner that much lower than the host, at most 19; by default a runner is as the host', async () => {
+    const host = getPriority()
+    expect(await niceOn({})).toBe(host)
+    expect(await niceOn({ pool: { niceIncrement: 0 } })).toBe(host)
+    expect(await niceOn({ pool: { niceIncrement: 5 } })).toBe(lowered ? Math.min(19, host + 5) : host)
+    expect(await niceOn({ pool: { niceIncrement: 19 } })).toBe(lowered ? 19 : host)
+    // Only the runners: the host's own thread is where it was.
+    expect(getPriority()).toBe(host)
+  })
 
   it('children on other workers carry on while one crashes, and the pool replaces the dead worker', async () => {
     const { host, parent } = workerHost([textResponse('after the crash')], { pool: { minThreads: 2, maxThreads: 2 } })

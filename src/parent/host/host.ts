@@ -53,7 +53,7 @@ function transportOf(settings: HostSettings, childEnvironment: () => AgentEnviro
   const config = { maxParallelToolCalls, abortGraceMs, ...(agentModule ? { agentModule: agentModule.href } : {}) }
   if (settings.transport) return settings.transport.open({ abortGraceMs, config, placement })
   if (isolation === 'inline') return new InlineTransport(childEnvironment)
-  const open = ENDPOINTS[isolation]({ env: pool.env, resourceLimits: pool.resourceLimits, sandbox, agentModule })
+  const open = ENDPOINTS[isolation]({ env: pool.env, resourceLimits: pool.resourceLimits, niceIncrement: pool.niceIncrement, sandbox, agentModule })
   return new PoolTransport({ open, pool, abortGraceMs, config, placement })
 }
 

@@ -12,6 +12,7 @@ import { checkSandbox, type SandboxOptions } from '../runners/endpoints/sandbox.
 import { createMemoryStore, type SessionStore } from '../driver/stores/store.js'
 import type { Transport } from '../transport.js'
 import { ENDPOINTS, isEndpointIsolation, type EndpointIsolation } from '../runners/endpoints/table.js'
+import { MAX_NICE } from '../runners/endpoints/priority.js'
 import type { PoolSettings } from '../runners/runner-pool.js'
 import { DEFAULT_ABORT_GRACE_MS } from '../runners/grace.js'
 import type { PoolOptions } from '../types.js'
@@ -55,7 +56,7 @@ export interface HostSettings {
 }
 
 const OPTION_KEYS = new Set(['isolation', 'transport', 'agentModule', 'pool', 'sandbox', 'abortGraceMs', 'store', 'persona', 'maxParallelToolCalls', 'limits'])
-const POOL_KEYS = new Set(['minThreads', 'maxThreads', 'childrenPerWorker', 'idleTimeoutMs', 'maxQueue', 'resourceLimits', 'env'])
+const POOL_KEYS = new Set(['minThreads', 'maxThreads', 'childrenPerWorker', 'idleTimeoutMs', 'maxQueue', 'resourceLimits', 'niceIncrement', 'env'])
 const LIMIT_KEYS = new Set(['maxOldGenerationSizeMb', 'maxYoungGenerationSizeMb', 'codeRangeSizeMb', 'stackSizeMb'])
 /** A child process takes its heap caps as Node flags; these two have none. */
 const THREAD_ONLY_LIMITS = new Set(['codeRangeSizeMb', 'stackSizeMb'])
@@ -122,6 +123,7 @@ function poolSettings(pool: PoolOptions, isolation: Isolation): PoolSettings {
     idleTimeoutMs: integerOption('pool.idleTimeoutMs', pool.idleTimeoutMs, 0, MAX_TIMER_MS) ?? 10_000,
     maxQueue,
     resourceLimits: resourceLimits(pool.resourceLimits, isolation),
+    niceIncrement: integerOption('pool.niceIncrement', pool.niceIncrement, 0, MAX_NICE) ?? 0,
     env: environment(pool.env),
   }
 }

@@ -22,6 +22,8 @@ export interface PoolSettings {
   idleTimeoutMs: number
   maxQueue: number
   resourceLimits: ResourceLimits | undefined
+  /** Added to the host's nice value for each runner, 0 to 19. */
+  niceIncrement: number
   /** Each runner's whole environment. */
   env: Record<string, string>
 }

@@ -9,6 +9,7 @@ import type { Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { messageOf } from '../../../protocol/errors.js'
 import type { Fault, RunnerKind } from '../channel.js'
+import { lowerProcess } from './priority.js'
 import { forgetRunner, watchRunner } from './reaper.js'
 import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
 
@@ -24,12 +25,15 @@ export interface ProcessSettings {
   env: Record<string, string>
   /** Node flags: the permission model's and the heap caps. */
   execArgv: string[]
+  /** Added to the host's nice value (priority.ts). */
+  niceIncrement: number
 }
 
 export function openChildProcess(settings: ProcessSettings, events: EndpointEvents): Endpoint {
   const child = fork(ENTRY, [], { env: settings.env, execArgv: settings.execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
   const pid = child.pid
   if (pid !== undefined) {
+    lowerProcess(pid, settings.niceIncrement)
     // Killed with the host even while blocked in a synchronous loop (see reaper.ts).
     watchRunner(pid)
     child.once('exit', () => forgetRunner(pid))

@@ -14,15 +14,17 @@ export interface EndpointSettings {
   /** Each runner's whole environment. */
   env: Record<string, string>
   resourceLimits: ResourceLimits | undefined
+  /** Added to the host's nice value for each runner (priority.ts). */
+  niceIncrement: number
   sandbox: SandboxOptions
   agentModule: URL | undefined
 }
 
 export const ENDPOINTS = {
-  worker: ({ env, resourceLimits }: EndpointSettings): OpenEndpoint => (events) => openWorkerThread({ env, resourceLimits }, events),
-  process: ({ env, resourceLimits, sandbox, agentModule }: EndpointSettings): OpenEndpoint => {
+  worker: ({ env, resourceLimits, niceIncrement }: EndpointSettings): OpenEndpoint => (events) => openWorkerThread({ env, resourceLimits, niceIncrement }, events),
+  process: ({ env, resourceLimits, niceIncrement, sandbox, agentModule }: EndpointSettings): OpenEndpoint => {
     const execArgv = processFlags(sandbox, agentModule, resourceLimits)
-    return (events) => openChildProcess({ env, execArgv }, events)
+    return (events) => openChildProcess({ env, execArgv, niceIncrement }, events)
   },
 } as const satisfies Record<string, (settings: EndpointSettings) => OpenEndpoint>
 

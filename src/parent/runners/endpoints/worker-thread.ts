@@ -12,6 +12,7 @@ import { messageOf } from '../../../protocol/errors.js'
 import { ProtocolError } from '../../../protocol/validate.js'
 import type { Fault, RunnerKind } from '../channel.js'
 import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
+import { threadNice } from './priority.js'
 
 const ENTRY = new URL('../../../worker/entry.js', import.meta.url)
 
@@ -38,13 +39,15 @@ export interface ThreadSettings {
   resourceLimits: ResourceLimits | undefined
   /** The thread's whole `process.env` (never the host's). */
   env: Record<string, string>
+  /** Added to the host's nice value (priority.ts). */
+  niceIncrement: number
 }
 
 export function openWorkerThread(settings: ThreadSettings, events: EndpointEvents): Endpoint {
   const { port1: port, port2: runnerPort } = new MessageChannel()
   const worker = new Worker(ENTRY, {
     env: settings.env,
-    workerData: { port: runnerPort },
+    workerData: { port: runnerPort, nice: threadNice(settings.niceIncrement) },
     transferList: [runnerPort],
     resourceLimits: runnerLimits(settings.resourceLimits),
   })
