@@ -9,40 +9,16 @@
  *   npm run build && node bench/s6-nice.mjs [--nice 19] [--isolation worker|process] [--rounds 6]
  */
 import { parseArgs } from 'node:util'
-import { benchHost, defaultThreads, delegate, useScript } from '../dist/cli/bench/harness.js'
+import { benchHost, defaultThreads } from '../dist/cli/bench/harness.js'
 import { delayMs, loopMonitor, loopTurns } from '../dist/cli/bench/measure/loop-delay.js'
-import { work } from '../dist/cli/bench/work.js'
-import { textResponse, toolCallResponse } from '../dist/index.js'
+import { burnBatch } from '../dist/cli/bench/scenarios/cpu.js'
+import { calibrate } from '../dist/cli/bench/work.js'
 
 const { values } = parseArgs({
   options: { nice: { type: 'string', default: '19' }, isolation: { type: 'string', default: 'worker' }, rounds: { type: 'string', default: '6' } },
 })
 const NICE = Number(values.nice)
 const CHILDREN = 32
-
-/** Iterations of `work` that take `ms` on an idle core (as the bench's S5 calibrates them). */
-function calibrate(ms) {
-  for (let i = 0; i < 20; i++) work(100_000)
-  let perMs = 0
-  let iterations = 1_000_000
-  for (let i = 0; i < 7; i++) {
-    const t0 = performance.now()
-    work(iterations)
-    const rate = iterations / (performance.now() - t0)
-    perMs = Math.max(perMs, rate)
-    iterations = Math.round(rate * ms)
-  }
-  return Math.round(perMs * ms)
-}
-
-async function batch(bench, iterations) {
-  const script = useScript(bench, CHILDREN, [toolCallResponse('burn-1', 'burn', { iterations }), textResponse('done')])
-  const t0 = performance.now()
-  await Promise.all(Array.from({ length: CHILDREN }, () => delegate(bench)))
-  const wall = performance.now() - t0
-  script.done()
-  return wall
-}
 
 const iterations = calibrate(50)
 const threads = defaultThreads()
@@ -54,15 +30,15 @@ const hosts = [0, NICE].map((niceIncrement) => ({
 try {
   // The bench's warm-up: the runners import the module and optimize their code, then the loop.
   for (const { bench } of hosts) {
-    for (let done = 0; done < 2000; done += CHILDREN) await batch(bench, 0)
-    await batch(bench, iterations)
+    for (let done = 0; done < 2000; done += CHILDREN) await burnBatch(bench, CHILDREN, 0)
+    await burnBatch(bench, CHILDREN, iterations)
   }
   for (let r = 0; r < Number(values.rounds); r++) {
     for (const host of hosts) {
       const monitor = loopMonitor()
       monitor.enable()
       await loopTurns()
-      const wall = await batch(host.bench, iterations)
+      const wall = await burnBatch(host.bench, CHILDREN, iterations)
       await loopTurns()
       monitor.disable()
       host.rounds.push({ wall, p99: delayMs(monitor.percentile(99)), max: delayMs(monitor.max) })

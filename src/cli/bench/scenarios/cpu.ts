@@ -11,28 +11,14 @@ import type { IntervalHistogram } from 'node:perf_hooks'
 import { textResponse, toolCallResponse } from '../../../index.js'
 import { benchHost, defaultThreads, delegate, HOST_MODEL, useScript, type BenchHost } from '../harness.js'
 import { delayMs, loopMonitor, loopTurns, RESOLUTION_MS } from '../measure/loop-delay.js'
-import { work } from '../work.js'
+import { calibrate } from '../work.js'
 import type { ParallelWork } from '../floors/floor.js'
 import { LOCAL_MODES, type Figure, type LocalMode, type ScenarioResult } from '../types.js'
 import { allMet, processRatioOf, ratioGoal, ratioOf, valueGoal, type Scenario } from './scenario.js'
 import { figure } from '../measure/stats.js'
 
-/** Iterations of `work` that take `ms` on this thread, on an idle core (the best of several tries). */
-function calibrate(ms: number): number {
-  for (let i = 0; i < 20; i++) work(100_000) // let the loop be optimized before timing it
-  let perMs = 0
-  let iterations = 1_000_000
-  for (let i = 0; i < 7; i++) {
-    const t0 = performance.now()
-    work(iterations)
-    const rate = iterations / (performance.now() - t0)
-    perMs = Math.max(perMs, rate)
-    iterations = Math.round(rate * ms)
-  }
-  return Math.round(perMs * ms)
-}
-
-async function batch(bench: BenchHost, children: number, iterations: number): Promise<number> {
+/** The wall ms of `children` delegations at once, each burning `iterations` of `work` in a module tool. */
+export async function burnBatch(bench: BenchHost, children: number, iterations: number): Promise<number> {
   const script = useScript(bench, children, [toolCallResponse('burn-1', 'burn', { iterations }), textResponse('done')])
   const t0 = performance.now()
   await Promise.all(Array.from({ length: children }, () => delegate(bench)))
@@ -66,7 +52,7 @@ async function loopDelays(bench: BenchHost, rounds: number, children: number, it
     round.enable()
     // Ticks before and after the batch (see loop-delay.ts).
     await loopTurns()
-    await batch(bench, children, iterations)
+    await burnBatch(bench, children, iterations)
     await loopTurns()
     round.disable()
     p99s.push(delayMs(round.percentile(99)))
@@ -98,15 +84,15 @@ export const s5: Scenario = {
       // Warm-up: every runner imports the module and optimizes its own code (a fresh thread or
       // process compiles the runner's for its first few hundred children), then the loop.
       for (const { bench } of hosts) {
-        for (let done = 0; done < warmup; done += children) await batch(bench, children, 0)
-        await batch(bench, children, iterations)
+        for (let done = 0; done < warmup; done += children) await burnBatch(bench, children, 0)
+        await burnBatch(bench, children, iterations)
       }
       await bare?.batch(children, iterations)
       advance()
       // S5: the transports and the floor take turns batch by batch, so the machine's drift
       // over the scenario reaches each of them alike.
       for (let r = 0; r < rounds; r++) {
-        for (const { mode, bench } of hosts) walls[mode].push(await batch(bench, children, iterations))
+        for (const { mode, bench } of hosts) walls[mode].push(await burnBatch(bench, children, iterations))
         if (bare) floorWalls.push(await bare.batch(children, iterations))
         advance()
       }
