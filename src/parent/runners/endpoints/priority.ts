@@ -4,6 +4,7 @@
  * host's thread). Lowering one's own priority needs no privilege.
  */
 import { getPriority, setPriority } from 'node:os'
+import { messageOf } from '../../../protocol/errors.js'
 
 /** The lowest priority a nice value names. */
 export const MAX_NICE = 19
@@ -21,10 +22,14 @@ export function threadNice(increment: number): number | undefined {
   return process.platform === 'linux' ? runnerNice(increment) : undefined
 }
 
+/** The warning a runner left at the host's priority gives (setpriority refused, as a seccomp policy may). */
+export const NICE_REFUSED_WARNING = 'SUBAGENT_NICE_REFUSED'
+
 /**
  * Lowers a just-started child process (its main thread on Linux, where its children run; the
  * whole process elsewhere). A process already gone has nothing to lower: its exit is reported
- * as any other.
+ * as any other. A refusal leaves it running at the host's priority, with a warning: the pool
+ * must not lose track of a process it started.
  */
 export function lowerProcess(pid: number, increment: number): void {
   const nice = runnerNice(increment)
@@ -32,6 +37,7 @@ export function lowerProcess(pid: number, increment: number): void {
   try {
     setPriority(pid, nice)
   } catch (error) {
-    if ((error as { code?: unknown }).code !== 'ESRCH') throw error
+    if ((error as { code?: unknown }).code === 'ESRCH') return
+    process.emitWarning(`pool.niceIncrement: child process ${pid} stays at the host's priority (${messageOf(error)})`, { code: NICE_REFUSED_WARNING })
   }
 }
