@@ -23,7 +23,7 @@ export function threadNice(increment: number): number | undefined {
 }
 
 /** The warning a runner left at the host's priority gives (setpriority refused, as a seccomp policy may). */
-export const NICE_REFUSED_WARNING = 'SUBAGENT_NICE_REFUSED'
+const NICE_REFUSED_WARNING = 'SUBAGENT_NICE_REFUSED'
 
 /**
  * Lowers a just-started child process (its main thread on Linux, where its children run; the
