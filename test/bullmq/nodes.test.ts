@@ -87,10 +87,13 @@ function printed(child: ChildProcess, text: string): Promise<void> {
   })
 }
 
+/** The last tool result the child was given, if any. */
+const lastToolResult = (request: ModelRequest) => [...request.messages].reverse().find((message) => message.role === 'tool')
+
 /** A model that has the child call the module tool `where`, holds it until `held` settles, then answers with the tool's result. */
 function whereThenAnswer(held: Promise<void>): ScriptEntry {
   return async (request: ModelRequest) => {
-    const result = [...request.messages].reverse().find((message) => message.role === 'tool')
+    const result = lastToolResult(request)
     if (!result) return toolCallResponse('w', 'where', {})
     await held
     return textResponse(textOf(result.content))
@@ -496,7 +499,7 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await my.node(queue, { extra: ['--nice-increment', '4'] })
     // The node inherits this thread's nice value.
     const expected = process.platform === 'linux' ? Math.min(19, getPriority() + 4) : getPriority()
-    const answer: ScriptEntry = (request: ModelRequest) => textResponse(textOf([...request.messages].reverse().find((message) => message.role === 'tool')!.content))
+    const answer: ScriptEntry = (request: ModelRequest) => textResponse(textOf(lastToolResult(request)!.content))
     const { host: h, parent } = my.host(queue, [toolCallResponse('n', 'nice', {}), answer], PATIENT)
     const result = await h.spawn.run({ prompt: 'how nice?', parent })
     expect(result.stopReason).toBe('completed')
