@@ -3,7 +3,8 @@
  * broker over BullMQ and Redis (a Queue per depth, ioredis pub/sub). What the host does with
  * the queue and the links is src/remote/host-transport.ts.
  *
- *   a job      added to the queue of its depth, `{ v, host, child }` and nothing else.
+ *   a job      added to the queue of its depth, `{ v, host, child }` and nothing else, under a random
+ *              id (BullMQ's counted ids start again when Redis loses its data).
  *   a take     proven by the job's lock: BullMQ set it to the token of the worker it gave the job
  *              to, and the job's processedBy to that worker's name (the node's id), in one script.
  *   a lost job gone, failed, or active with its lock expired.
@@ -15,6 +16,7 @@
  *   timeouts   every wait on Redis is bounded by `redisTimeoutMs` (BullMQ and ioredis would retry
  *              forever); a dropped connection is reported, since pub/sub may have lost frames.
  */
+import { randomUUID } from 'node:crypto'
 import { Queue, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { ChildJob } from '../protocol/shapes/job.js'
@@ -52,6 +54,14 @@ interface Settings {
 /** A finished job leaves nothing behind in Redis; it is never retried (a child runs at most once). */
 const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const
 
+/**
+ * Each job's options, with an id of its own: BullMQ's own ids count from the queue's id key, which
+ * starts again at 1 when Redis loses its data, so a job queued before the loss would share its id
+ * (and the host's checks of its state and lock) with another added after. A child moved off a dead
+ * node is queued again while its first job may still be there, so the id is not the child's either.
+ */
+const jobOptions = () => ({ ...JOB_OPTIONS, jobId: randomUUID() })
+
 /** Every option, checked against BullmqTransportOptions by the compiler: one added there must be named here. */
 const TRANSPORT_KEYS = new Set(Object.keys({ connection: 0, queue: 0, redisTimeoutMs: 0, nodeSilenceMs: 0, placementTimeoutMs: 0 } satisfies Record<keyof BullmqTransportOptions, 0>))
 
@@ -60,8 +70,8 @@ const TRANSPORT_KEYS = new Set(Object.keys({ connection: 0, queue: 0, redisTimeo
  * one-at-a-time delegation than an `addBulk` of one (bench/remote-commands.mjs --in-flight 1).
  */
 async function addJobs(queue: Queue, jobs: ChildJob[]): Promise<Job[]> {
-  if (jobs.length === 1) return [await queue.add('child', jobs[0]!, JOB_OPTIONS)]
-  return queue.addBulk(jobs.map((data) => ({ name: 'child', data, opts: JOB_OPTIONS })))
+  if (jobs.length === 1) return [await queue.add('child', jobs[0]!, jobOptions())]
+  return queue.addBulk(jobs.map((data) => ({ name: 'child', data, opts: jobOptions() })))
 }
 
 /** A transport for `createHost({ transport })`: children run on BullMQ worker nodes. */

@@ -81,7 +81,7 @@ const KINDS = {
   ERR_SUBAGENT_UNREACHABLE: 'error',
   /** One remote transport given to a second host. */
   ERR_SUBAGENT_TRANSPORT_REUSED: 'error',
-  /** The node that took a child stopped before building it. */
+  /** The node that took a child stopped before building it, or Redis lost the child's job. */
   ERR_SUBAGENT_NODE_LOST: 'error',
   /** A start waited placementTimeoutMs on a queue no live node serves. */
   ERR_SUBAGENT_NO_NODE: 'error',

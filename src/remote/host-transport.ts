@@ -326,7 +326,8 @@ class RemoteHostTransport implements ChildTransport {
 
   /**
    * Fails the starts whose job is lost unclaimed: its node died holding it (the broker failed it
-   * as stalled, never to run it again). Two sweeps in a row, since a node's last word
+   * as stalled, never to run it again), or the broker lost it (Redis restarted without its
+   * data). Two sweeps in a row, since a node's last word
    * about a child (create-failed) may still be on its way when its job is removed.
    */
   async #sweepQueued(): Promise<void> {
@@ -348,7 +349,7 @@ class RemoteHostTransport implements ChildTransport {
       if (lost === undefined || this.#queued.get(queued.spec.id) !== queued) continue
       queued.missing = lost ? queued.missing + 1 : 0
       if (queued.missing >= 2) {
-        this.#giveUp(queued, subagentError('ERR_SUBAGENT_NODE_LOST', 'the node that took this child from the queue stopped before building it (its job was failed or its lock expired; a child never runs twice): start it again'))
+        this.#giveUp(queued, subagentError('ERR_SUBAGENT_NODE_LOST', 'the node that took this child from the queue stopped before building it, or Redis lost the job (it was failed, its lock expired, or it is gone; a child never runs twice): start it again'))
       }
     }
   }

@@ -191,6 +191,40 @@ describe.skipIf(!HAVE_SERVER)('bullmq transport when Redis fails', { timeout: 12
     expect(answer).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'back again' }] })
   })
 
+  it('a start queued when Redis lost its data fails ERR_SUBAGENT_NODE_LOST, even once jobs added after the loss count up to its old number', async () => {
+    const port = await freePort()
+    const server = await redisServer(port)
+    const watch = new Watch()
+    const added = { jobs: 0 }
+    listeners.push(await onJobAdded(port, () => (added.jobs++, watch.changed())))
+    // Room for one child: the second start waits in the queue.
+    nodes.push(await startNode({ connection: `redis://127.0.0.1:${port}`, queue: 'own', agentModules: [CONTRACT_MODULE], pool: { maxThreads: 1, childrenPerWorker: 1 }, log: () => {} }))
+    // Every child that runs waits: a job of a child that ended would be removed, its number free again.
+    const { host, parent } = hostOn({ host: '127.0.0.1', port, connectionName: HOST_NAME }, ['hang', 'hang', 'hang'])
+    const busy = await host.spawn.start({ prompt: 'wait', parent })
+    await eventOf(busy, 'assistant/chunk')
+    const waiting = host.spawn.start({ prompt: 'queued', parent })
+    waiting.catch(() => {}) // awaited below
+    await watch.until('the queued start to add its job', () => added.jobs === 2)
+
+    // Redis keeps nothing on disk here: it comes back empty, its job counter with it.
+    await stopServer(server)
+    expect(await busy.result).toMatchObject({ stopReason: 'error' })
+    await busy.dispose()
+    await redisServer(port)
+    await bothBack(port)
+    const again = { jobs: 0 }
+    listeners.push(await onJobAdded(port, () => (again.jobs++, watch.changed())))
+    // Two more starts queue behind the first: BullMQ would number their jobs as it numbered the two before the loss, and the node runs one (which waits) and holds the other's job waiting.
+    const after = [host.spawn.start({ prompt: 'after 1', parent }), host.spawn.start({ prompt: 'after 2', parent })]
+    for (const start of after) start.catch(() => {}) // given up when the host closes
+    await watch.until('two jobs added after the loss', () => again.jobs === 2)
+
+    // The lost job is not taken for another's: the start fails, and says why.
+    const error = await waiting.then(() => undefined, (reason: unknown) => reason)
+    expect(error).toMatchObject({ code: 'ERR_SUBAGENT_NODE_LOST', message: expect.stringContaining('or Redis lost the job') })
+  })
+
   it('a host made while Redis is away works once it is back, even after ioredis gave up on the subscription it had queued', async () => {
     const port = await freePort()
     // ioredis fails what it queued after maxRetriesPerRequest reconnects (20 by default, some 11 s): after 1 here, well within the first start's wait.
