@@ -219,8 +219,12 @@ export class HostLink implements HostEnd {
     return this.#ended ? undefined : this.#heard
   }
 
-  /** The host is gone or done: its children are let go, and nothing more is sent to it. */
-  close(why: string): void {
+  /**
+   * The host is gone or done: its children are let go, and nothing more is sent to it. A take
+   * still waiting is `unanswered` (the host may never have heard it), unless the host `refused`
+   * the link itself.
+   */
+  close(why: string, takes: 'refused' | 'unanswered' = 'unanswered'): void {
     if (this.#ended) return
     this.#ended = true
     this.#rejectWelcome(subagentError('ERR_SUBAGENT_LINK_ENDED', `the link to host ${this.host} ended before it welcomed ${this.label}: ${why}`))
@@ -230,7 +234,7 @@ export class HostLink implements HostEnd {
     // Each child given and not yet on a thread stops waiting for one, with the link's reason.
     for (const taking of this.#taking.values()) {
       taking.stop.abort(ended)
-      taking.answer('unanswered')
+      taking.answer(takes)
     }
     this.#taking.clear()
     for (const child of [...this.#children.values()]) child.abandon()
@@ -248,7 +252,10 @@ export class HostLink implements HostEnd {
       case 'ping':
         return this.#outbox.push({ type: 'pong', n: message.n })
       case 'bye':
-        return this.close('the host said bye')
+        // Before its welcome, a bye is the host refusing the link (it speaks another protocol
+        // version): it heard the hello and the takes with it, and will take none of them. Sent
+        // round again, each would only be refused again.
+        return this.#welcomed ? this.close('the host said bye') : this.close('the host refused the link (a host of another protocol version?)', 'refused')
       case 'create': {
         // A child whose thread went, rebuilt by the host from its copy: on another thread of this node.
         const held = this.#children.get(message.child)

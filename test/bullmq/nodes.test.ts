@@ -862,6 +862,23 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await fake.send(n.id, [{ type: 'bye' }], next.link)
   })
 
+  it('a host that refuses the link (bye before its welcome, as a host of another protocol version answers) is asked for the child once: the job ends unrun', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const n = await my.node(queue)
+    const fake = await FakeHost.start(queue, 'other-version-host')
+    onTestFinished(() => fake.close())
+    const watch = new Watch()
+    let ended = false
+    void queueEvent(queue, 'completed').then(() => ((ended = true), watch.changed()))
+    await addJob(queue, fake.id, 'c1')
+    const { link } = await fake.hearsNextLink('')
+    await fake.send(n.id, [{ type: 'bye' }], link)
+    await watch.until('the job to end', () => ended)
+    // One hello and one take: the refused take did not go round again.
+    expect(fake.frames.map(({ frame }) => frame.map(({ type }) => type))).toEqual([['hello', 'take']])
+  })
+
   it("a job whose take no host answers goes back once, then ends: a dead host's jobs do not go round the nodes for good", async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
