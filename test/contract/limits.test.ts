@@ -18,7 +18,7 @@ import {
   textResponse,
   type StreamChunk,
 } from 'subagent-worker'
-import { closeHosts, setup, TRANSPORTS, type Fixture } from '../support/harness.js'
+import { closeHosts, ownRunnerOptions, setup, TRANSPORTS, type Fixture } from '../support/harness.js'
 import { recordLifecycle } from '../support/driver-helpers.js'
 import { lastTurnEnd, toolResults } from '../support/loop-helpers.js'
 
@@ -108,6 +108,26 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     const { limits } = fixture.host.agents.get(run.id)!.session.header
     expect(limits).toEqual({ maxSteps: 5, maxTotalTokens: 70, timeoutMs: 30_000 })
     await run.result
+    await run.dispose()
+  })
+
+  // Inline builds a child at once; elsewhere the child below waits for the one runner slot, taken by a blocker.
+  it.skipIf(transport === 'inline')("a deadline its parent reaches while the child waits to be built stops the child before it runs, even on a module model the host never meters", async ({ onTestFinished }) => {
+    const runner = await ownRunnerOptions(transport, [FAULT_MODULE], onTestFinished)
+    const fixture = setup(transport, ['hang', 'hang'], { ...runner, agentModule: FAULT_MODULE, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 1 } })
+    const blocker = await fixture.host.spawn.start({ prompt: 'hold the slot', parent: fixture.parent })
+    await fixture.model.requested(1)
+    const parent = fixture.host.createAgent({ options: { provider: 'scripted' }, limits: { timeoutMs: 3000 } })
+    const parentTurn = parent.run('wait out the deadline')
+    await fixture.model.requested(2)
+    // Its limits are worked out now, with time left; then it waits for the slot.
+    const starting = fixture.host.spawn.start({ prompt: 'go', parent, agentOptions: { provider: 'module-echo' } })
+    expect(await parentTurn).toMatchObject({ stopReason: 'aborted' })
+    await blocker.dispose()
+    const run = await starting
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted', diagnostic: 'the child exceeded limits.timeoutMs (3000 ms)' })
+    // The module model was never asked: no step of the child was recorded.
+    expect(fixture.host.agents.get(run.id)!.session.events.filter((event) => event.type === 'assistant/message')).toEqual([])
     await run.dispose()
   })
 

@@ -44,7 +44,7 @@ export interface RunInit {
   options: AgentOptions
   /** The child's node in the host's budget tree: its deadline, steps and tokens (CONTRACT.md §11). */
   budget: Budget
-  /** A limit an ancestor had already spent when the child was published: it never runs. */
+  /** A limit an ancestor had already spent when the child's limits were worked out: it never runs. */
   spent?: LimitReason
 }
 
@@ -71,10 +71,12 @@ export class DelegationRun implements SubagentRun {
     const { signal } = init
     // The hand-off gap: an abort that landed after publication, before this listener existed,
     // must not reject start(); the child never runs and the run reports `aborted`. So does a child
-    // whose ancestors' budget was already spent.
-    if (signal.aborted || init.spent) {
+    // whose ancestors' budget was spent, before its limits were worked out or while it was being
+    // built (its budget node was marked then, with no owner to stop, and is never marked again).
+    const spent = init.spent ?? init.budget.refusal()
+    if (signal.aborted || spent) {
       this.#cancelled = true
-      this.#limit = signal.aborted ? undefined : init.spent
+      this.#limit = signal.aborted ? undefined : spent
       this.result = Promise.resolve(this.#limit ? { output: [], stopReason: 'aborted', diagnostic: limitDiagnostic(this.#limit) } : { output: [], stopReason: 'aborted' })
     } else {
       signal.addEventListener('abort', this.#onAbort, { once: true })
