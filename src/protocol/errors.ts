@@ -9,10 +9,15 @@ import { describeValue } from './values.js'
  * (an AI SDK error part) by its message, anything else as JSON.
  */
 export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message
-  if (typeof error === 'string') return error
-  const message = (error as { message?: unknown } | null)?.message
-  return typeof message === 'string' ? message : describeValue(error)
+  try {
+    if (error instanceof Error) return error.message
+    if (typeof error === 'string') return error
+    const message = (error as { message?: unknown } | null)?.message
+    return typeof message === 'string' ? message : describeValue(error)
+  } catch {
+    // A proxy's trap or a `message` getter threw: what reports an error must not throw itself.
+    return describeValue(error)
+  }
 }
 
 /**

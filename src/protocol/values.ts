@@ -40,12 +40,17 @@ export function cloneableReason(reason: unknown): unknown {
   return tryClone(reason)?.value ?? { kind: 'uncloneable', description: describeValue(reason) }
 }
 
-/** JSON where possible, never throwing (cycles, BigInt, depth). */
+/** JSON where possible, never throwing (cycles, BigInt, depth, a value with no string form at all). */
 export function describeValue(value: unknown): string {
   try {
     return JSON.stringify(value) ?? String(value)
   } catch {
-    return String(value)
+    try {
+      return String(value)
+    } catch {
+      // A null-prototype object, a revoked proxy: no text of its own.
+      return `an unprintable ${typeof value}`
+    }
   }
 }
 

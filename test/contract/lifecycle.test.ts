@@ -257,6 +257,33 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     }
   })
 
+  it('§7 listeners that throw or reject with a value that has no text (a null-prototype object holding a BigInt) are reported too: the run completes and its reader ends', async () => {
+    const capture = captureWarnings(WARNING_CODE)
+    try {
+      const fx = setup(transport, [textResponse('unbroken')])
+      const unprintable = (): unknown => Object.assign(Object.create(null) as object, { big: 1n })
+      fx.host.on('subagent/start', () => {
+        throw unprintable()
+      })
+      fx.host.on('subagent/event', () => {
+        throw unprintable()
+      })
+      fx.host.on('subagent/end', async () => {
+        throw unprintable()
+      })
+      const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
+      const read: string[] = []
+      for await (const event of run.events()) read.push(event.type)
+      expect(read).toContain('turn/end')
+      expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'unbroken' }] })
+      await run.dispose()
+      await capture.warned()
+      expect(capture.warnings[0]!.message).toBe("a 'subagent/start' listener threw: an unprintable object")
+    } finally {
+      capture.stop()
+    }
+  })
+
   it('§7 a listener that throws a non-Error value is reported too, and the run still completes', async () => {
     const capture = captureWarnings(WARNING_CODE)
     try {

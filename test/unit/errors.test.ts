@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { InvalidOptionError, ProtocolError, SessionLiveError, SubagentDepthError, UnsupportedSchemaError } from '../../dist/index.js'
 import { ModelEndpointError } from '../../dist/agent/models/endpoint-failure.js'
 import { RunnerLostError } from '../../dist/parent/runners/remote-child.js'
-import { subagentError, SubagentError, SubagentTypeError } from '../../dist/protocol/errors.js'
+import { messageOf, subagentError, SubagentError, SubagentTypeError } from '../../dist/protocol/errors.js'
 
 describe('the error classes', () => {
   const cases: Array<[Error, new (...args: never[]) => Error, string, string, boolean]> = [
@@ -43,4 +43,22 @@ describe('the error classes', () => {
     expect(plain instanceof TypeError).toBe(false)
     expect({ name: plain.name, code: plain.code }).toEqual({ name: 'Error', code: 'ERR_SUBAGENT_HOST_CLOSED' })
   })
+})
+
+describe('messageOf: what reports an error never throws itself', () => {
+  const revoked = Proxy.revocable({}, {})
+  revoked.revoke()
+  const cases: Array<[string, unknown, string]> = [
+    ['an Error', new Error('plain'), 'plain'],
+    ['a string', 'bare', 'bare'],
+    ['a message-bearing object', { message: 'from a part' }, 'from a part'],
+    ['plain data', { kind: 'parent' }, '{"kind":"parent"}'],
+    ['a BigInt', 5n, '5'],
+    ['a null-prototype object holding a BigInt', Object.assign(Object.create(null) as object, { big: 1n }), 'an unprintable object'],
+    ['a revoked proxy', revoked.proxy, 'an unprintable object'],
+    ['an object whose message getter throws', Object.defineProperty(Object.create(null) as object, 'message', { enumerable: true, get: () => { throw new Error('getter') } }), 'an unprintable object'],
+  ]
+  for (const [what, value, text] of cases) {
+    it(`${what}: ${JSON.stringify(text)}`, () => expect(messageOf(value)).toBe(text))
+  }
 })
