@@ -170,6 +170,25 @@ describe.each(TRANSPORTS)('§5 fork [%s]', (transport) => {
     await run.dispose()
   })
 
+  it("§5 a foreign parent whose events are not numbered 0, 1, 2, ... is refused before publication: the child's record could not be read in seq order", async () => {
+    const events: SessionEvent[] = [
+      { seq: 10, type: 'turn/start', data: {} },
+      { seq: 11, type: 'user/message', data: { content: [{ type: 'text', text: 'numbered its own way' }], source: { kind: 'user' } } },
+      { seq: 12, type: 'turn/end', data: { reason: { kind: 'completed' } } },
+    ]
+    const fx = setup(transport, [textResponse('never')])
+    const starts = recordLifecycle(fx.host)
+    const parent = foreignParent({ id: 'foreign-numbered', events })
+    await expect(fx.host.fork.start({ prompt: 'child task', parent, signal: signal() })).rejects.toMatchObject({
+      code: 'ERR_SUBAGENT_REQUEST',
+      message: 'parent session event 0 has seq 10: a forked seed must be numbered 0, 1, 2, ... in order, since the child numbers its own events on from it',
+    })
+    expect(starts.starts).toEqual([])
+    expect(fx.model.requests).toHaveLength(0)
+    // Spawning from it is not a fork: no seed, nothing to number on from.
+    expect(await fx.host.spawn.run({ prompt: 'child task', parent, signal: signal() })).toMatchObject({ stopReason: 'completed' })
+  })
+
   it('§5 the seed is a snapshot: the parent moving on does not change the child', async () => {
     const fx = setup(transport, [textResponse('parent one'), { delayMs: 30, chunks: textResponse('child answer') }, textResponse('parent two')])
     fx.parent.followup('first')

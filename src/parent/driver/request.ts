@@ -155,6 +155,10 @@ function forkSeed(parent: AgentView): SessionEvent[] {
   const seed = events.slice(0, end + 1)
   for (const [index, event] of seed.entries()) {
     if (!isSessionEvent(event)) throw subagentError('ERR_SUBAGENT_REQUEST', `parent session event ${index} is malformed: it needs a numeric seq and a string type`)
+    // The child's own events are numbered on from the seed's (CONTRACT.md §12: read in seq order, from any seq).
+    if (event.seq !== index) {
+      throw subagentError('ERR_SUBAGENT_REQUEST', `parent session event ${index} has seq ${event.seq}: a forked seed must be numbered 0, 1, 2, ... in order, since the child numbers its own events on from it`)
+    }
   }
   try {
     return structuredClone(seed)
