@@ -6,6 +6,7 @@ import type { ContentBlock } from '../protocol/shapes/content.js'
 import type { ToolErrorCode } from '../protocol/shapes/session.js'
 import type { Model } from './models/model.js'
 import { defineTool, type ToolDefinition } from './tools/tools.js'
+import { refuseReservedName } from './tools/structured.js'
 import type { AgentView } from './view.js'
 import { subagentError } from '../protocol/errors.js'
 
@@ -45,6 +46,7 @@ export function defineAgentModule(module: AgentModule): AgentModule {
   // Checked, and with zod or AI SDK parameters converted to JSON Schema once, where the module loads.
   const tools = (module.tools ?? []).map((tool) => {
     const defined = defineTool(tool)
+    refuseReservedName(defined.name, 'agent module')
     if (seen.has(defined.name)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `agent module defines tool "${defined.name}" twice`)
     seen.add(defined.name)
     return defined

@@ -5,7 +5,10 @@
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
+  createHost,
   createMemoryStore,
+  defineAgentModule,
+  defineTool,
   STRUCTURED_OUTPUT_ACK,
   STRUCTURED_OUTPUT_DESCRIPTION,
   STRUCTURED_OUTPUT_INSTRUCTION,
@@ -31,7 +34,7 @@ const INSTRUCTION =
 const ACK = 'Structured output recorded.'
 const alreadyRecorded = (tool: string) => `structured output already recorded: the run is complete, so \`${tool}\` is not executed`
 
-/** `veto: true` makes the contract module's afterTool hook turn the call into an error. */
+/** `veto: true` makes the contract module's afterTool hook turn the call into an error; `tamper: true` makes it change the call's arguments in place. */
 const SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object',
@@ -40,6 +43,7 @@ const SCHEMA = {
     answer: { type: 'string', description: 'The answer.' },
     items: { type: 'array', items: { type: 'integer' } },
     veto: { type: 'boolean' },
+    tamper: { type: 'boolean' },
   },
   required: ['answer'],
   additionalProperties: false,
@@ -62,6 +66,17 @@ describe('§4 structured output: exported texts', () => {
     expect(STRUCTURED_OUTPUT_DESCRIPTION).toBe(DESCRIPTION)
     expect(STRUCTURED_OUTPUT_INSTRUCTION).toBe(INSTRUCTION)
     expect(STRUCTURED_OUTPUT_ACK).toBe(ACK)
+  })
+
+  it("a caller's tool may not take the name structured_output: the host's registry and an agent module refuse it", () => {
+    const impostor = defineTool({ name: SO, description: 'not the runtime', parameters: { type: 'object' }, execute: () => 'ran' })
+    const host = createHost()
+    expect(() => host.tools.register(impostor)).toThrow(
+      'host.tools.register: the tool name "structured_output" is reserved for structured output (a child started with outputSchema gets it): give this tool another name',
+    )
+    expect(host.tools.get(SO)).toBeUndefined()
+    expect(() => defineAgentModule({ tools: [impostor] })).toThrow(/^agent module: the tool name "structured_output" is reserved/)
+    return host.close()
   })
 })
 
@@ -173,6 +188,13 @@ describe.each(TRANSPORTS)('§4 structured output [%s]', (transport) => {
     expect(fixture.model.requests).toHaveLength(2)
     expect(result).not.toHaveProperty('structured')
     expect(withoutDiagnostic(result)).toEqual({ output: [{ type: 'text', text: 'I give up' }], usage: { inputTokens: 0, outputTokens: 11 }, totalUsage: { inputTokens: 0, outputTokens: 11 }, stopReason: 'error' })
+  })
+
+  it('two-phase commit: the value captured is the call that was checked, whatever a hook later does to its arguments', async () => {
+    const fixture = setup(transport, [toolCallResponse('t1', SO, { answer: 'as called', tamper: true }), textResponse('never requested')])
+    const { result } = await spawnChild(fixture, { outputSchema: SCHEMA })
+    expect(result).toMatchObject({ structured: { answer: 'as called', tamper: true }, stopReason: 'completed' })
+    expect(fixture.model.requests).toHaveLength(1)
   })
 
   it('two-phase commit: a discarded stage is never promoted; a later valid call reusing its call id captures only its own value', async () => {

@@ -7,8 +7,20 @@
 import type { AgentRuntime } from '../loop.js'
 import { SECTION_ORDER, type PromptSection } from '../prompt.js'
 import type { ToolExecution } from './tools.js'
+import { subagentError } from '../../protocol/errors.js'
 
 export const STRUCTURED_OUTPUT_TOOL = 'structured_output'
+
+/**
+ * A tool a caller registers (on the host, in an agent module) may not take the runtime's name: a
+ * child without `outputSchema` must find no `structured_output` (UNKNOWN_TOOL), and a move reads
+ * a successful call of that name as a capture.
+ */
+export function refuseReservedName(name: string, where: string): void {
+  if (name === STRUCTURED_OUTPUT_TOOL) {
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', `${where}: the tool name "${STRUCTURED_OUTPUT_TOOL}" is reserved for structured output (a child started with outputSchema gets it): give this tool another name`)
+  }
+}
 
 export const STRUCTURED_OUTPUT_DESCRIPTION =
   "Report your final structured result. Call this exactly once, when your answer is complete; the arguments must match this tool's parameter schema exactly."
@@ -37,7 +49,8 @@ export function attachStructuredRuntime(agent: AgentRuntime, schema: object): St
     parameters: schema,
     concurrencySafe: false,
     execute(args, execution) {
-      staged.set(execution, args)
+      // A copy: an afterTool hook is handed the call's arguments, and what it does to them is not the call that was checked.
+      staged.set(execution, structuredClone(args))
       return { recorded: true }
     },
     render: () => STRUCTURED_OUTPUT_ACK,

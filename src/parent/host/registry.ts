@@ -9,6 +9,7 @@ import type { Model } from '../../agent/models/model.js'
 import type { AgentHooks, AgentModule } from '../../agent/module.js'
 import { loadAgentModule } from '../../agent/module-loader.js'
 import { defineTool, toolSourceOf, type ToolDefinition } from '../../agent/tools/tools.js'
+import { refuseReservedName } from '../../agent/tools/structured.js'
 import type { Budget } from '../driver/budget.js'
 import { MeteredModel } from '../../agent/models/metered.js'
 import type { Placement } from '../types.js'
@@ -52,6 +53,7 @@ export class HostRegistry {
 
   registerTool(tool: ToolDefinition): () => void {
     const defined = defineTool(tool)
+    refuseReservedName(defined.name, 'host.tools.register')
     taken('tool', defined.name, this.#tools.has(defined.name), this.#moduleTool(defined.name) !== undefined)
     this.#tools.set(defined.name, defined)
     return () => {
