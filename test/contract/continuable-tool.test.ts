@@ -238,6 +238,39 @@ describe.each(TRANSPORTS)('§13 the continuable subagent tool and settlement not
     const second = mirrored.findIndex((e) => e.type === 'user/message' && (e.data as { content: Array<{ text?: string }> }).content[0]?.text === 'second')
     expect(mirrored[second + 1]).toMatchObject(notice(id, 'leaf answer'))
   })
+
+  it("a continuable parent on its last step when its child settles finds the notice at its next activation: the step that ended it never took it", async () => {
+    const g = gate()
+    const lastStep = gate()
+    const onLastStep = gate()
+    const f = setup(transport, [])
+    const mid = new ScriptedModel([
+      toolCallResponse('d1', 'delegate', { description: 'leaf', prompt: 'leaf task' }),
+      async () => (onLastStep.open(), await lastStep.opened, textResponse('p first')),
+      textResponse('p second'),
+    ])
+    f.host.models.register('mid', mid)
+    f.host.models.register('leaf', new ScriptedModel([gated(g, 'leaf answer')]))
+    f.host.tools.register(createSubagentTool(f.host, { provider: 'spawn', toolName: 'delegate', backgroundMode: 'continuable', agentOptions: { provider: 'leaf' } }))
+    const p = await f.host.spawn.startContinuable({ prompt: 'first', parent: f.parent, agentOptions: { provider: 'mid' } })
+    await onLastStep.opened
+    // The leaf settles while P's last step runs: its notice goes to P's running activation.
+    const leaf = settled(f.host, (s) => s.id !== p.id)
+    g.open()
+    const { id } = await leaf
+    const firstOfP = settled(f.host, (s) => s.id === p.id)
+    lastStep.open()
+    expect(await firstOfP).toMatchObject({ activation: 1, output: [{ type: 'text', text: 'p first' }] })
+    const secondOfP = settled(f.host, (s) => s.id === p.id)
+    p.send('second')
+    expect(await secondOfP).toMatchObject({ activation: 2, output: [{ type: 'text', text: 'p second' }] })
+    expect(mid.requests[2]!.messages.slice(-2)).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'second' }] },
+      { role: 'user', content: [{ type: 'text', text: `subagent ${id} finished (completed)\nleaf answer` }] },
+    ])
+    const notices = f.host.agents.get(p.id)!.session.events.filter((e) => e.type === 'user/message' && (e.data as { source: { kind: string } }).source.kind === 'subagent-settlement')
+    expect(notices).toEqual([expect.objectContaining(notice(id, 'leaf answer'))])
+  })
 })
 
 describe.each(TRANSPORTS)('§13 end to end: a scripted parent works with two continuable children [%s]', (transport) => {

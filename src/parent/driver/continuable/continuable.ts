@@ -66,6 +66,8 @@ interface Activation {
   from: number
   cancelled: boolean
   limit?: LimitReason
+  /** Settlement notices handed to its child: one its last step came too late for is the next activation's. */
+  handed: Notice[]
 }
 
 type Phase =
@@ -126,8 +128,13 @@ export class ContinuableChild implements ContinuableRun {
    * it at its next step; an idle child keeps it for its next activation (it never starts one).
    */
   notify(notice: Notice): void {
-    if (this.#phase.kind === 'active') this.#phase.handle.notify(notice)
+    if (this.#phase.kind === 'active') this.#hand(this.#phase, notice)
     else if (this.#phase.kind !== 'disposed') this.#notices.push(notice)
+  }
+
+  #hand({ activation, handle }: { activation: Activation; handle: ChildHandle }, notice: Notice): void {
+    activation.handed.push(notice)
+    handle.notify(notice)
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -139,7 +146,7 @@ export class ContinuableChild implements ContinuableRun {
     let handle = built
     try {
       for (let message = this.#inbox.shift(); message && !this.#disposal; message = this.#inbox.shift()) {
-        const activation: Activation = { number: ++this.#activations, message, from: this.#init.mirror.session.events.length, cancelled: false }
+        const activation: Activation = { number: ++this.#activations, message, from: this.#init.mirror.session.events.length, cancelled: false, handed: [] }
         const settlement = await this.#activate(activation, handle)
         handle = undefined
         this.#settle(settlement)
@@ -174,17 +181,21 @@ export class ContinuableChild implements ContinuableRun {
         return this.#settlementOf(activation, { output: [], stopReason: 'aborted' })
       }
     }
-    this.#phase = { kind: 'active', activation, handle }
+    const active = { kind: 'active', activation, handle } as const
+    this.#phase = active
     const { budget } = this.#init
     budget.begin({ stop: (reason) => this.#limitStop(activation, handle, reason) })
     try {
       // Into the inbox before the activation begins: its first step takes them, behind its message.
-      for (const notice of this.#notices.splice(0)) handle.notify(notice)
+      for (const notice of this.#notices.splice(0)) this.#hand(active, notice)
       return this.#settlementOf(activation, this.#resultOf(activation, await handle.run(activation.message)))
     } catch (error) {
       return this.#settlementOf(activation, { output: [], stopReason: 'error', diagnostic: `the activation failed: ${messageOf(error)}` })
     } finally {
       budget.pause()
+      // It takes no more steps: a notice from now on waits for the next activation, with those it never took.
+      if (this.#phase === active) this.#phase = { kind: 'idle' }
+      this.#notices.unshift(...untaken(activation, this.#init.mirror.session.events))
       // Idle holds no runner: the child leaves it now, and is rebuilt for its next message.
       await handle.release().catch(() => {})
     }
@@ -274,4 +285,17 @@ export class ContinuableChild implements ContinuableRun {
     this.#init.watch.settled(outcome)
     this.#log.end()
   }
+}
+
+/** The notices handed to an activation that its steps never took: none of its `user/message` events has their source. */
+function untaken(activation: Activation, events: readonly SessionEvent[]): Notice[] {
+  if (activation.handed.length === 0) return []
+  const taken = new Set<string>()
+  for (let i = activation.from; i < events.length; i++) {
+    const event = events[i]!
+    if (event.type !== 'user/message') continue
+    const source = event.data.source as { kind: string; subagentId?: unknown; activation?: unknown }
+    if (source.kind === 'subagent-settlement') taken.add(`${String(source.subagentId)}#${String(source.activation)}`)
+  }
+  return activation.handed.filter(({ source }) => !taken.has(`${source.subagentId}#${source.activation}`))
 }
