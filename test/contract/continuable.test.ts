@@ -236,6 +236,22 @@ describe.each(TRANSPORTS)('continuable children [%s]', (transport) => {
     await run.dispose()
   })
 
+  it("limits: a parent's activation that runs out of time refuses its continuable child nothing after it", async () => {
+    const { host, parent } = setup(transport, ['hang'])
+    host.models.register('g', new ScriptedModel([textResponse('g one'), textResponse('g two')]))
+    const c = await host.spawn.startContinuable({ prompt: 'c one', parent, agentOptions: { provider: 'scripted' }, limits: { timeoutMs: 3000 } })
+    // C's child, started while C's first activation runs: it has what C has left of its 3 s.
+    const g = await host.spawn.startContinuable({ prompt: 'g one', parent: host.agents.get(c.id)!, agentOptions: { provider: 'g' } })
+    const [late] = await settlementsOf(c, 1)
+    expect(late).toMatchObject({ activation: 1, stopReason: 'aborted', diagnostic: 'the child exceeded limits.timeoutMs (3000 ms)' })
+    // C's deadline was its activation's: once it is over, its child's next activation runs (its first may have been stopped with C's).
+    g.send('g two')
+    const [, second] = await settlementsOf(g, 2)
+    expect(second).toMatchObject({ activation: 2, stopReason: 'completed' })
+    await g.dispose()
+    await c.dispose()
+  })
+
   it('fork: the child starts from the parent’s completed turns and keeps them across activations', async () => {
     const { host, parent, model } = setup(transport, [textResponse('parent turn'), textResponse('forked one'), textResponse('forked two')])
     await parent.run('parent question')

@@ -118,7 +118,13 @@ export class Budget {
   pause(): void {
     if (this.#timedOut) {
       this.#timedOut = false
-      this.#spent = undefined
+      // The deadline marked its whole subtree (#exhaust): an idle continuable descendant is not refused its later activations for it.
+      const reason = this.#spent
+      const unmark = (node: Budget) => {
+        if (node.#spent === reason) node.#spent = undefined
+        for (const child of node.#children) unmark(child)
+      }
+      unmark(this)
     }
     clearTimeout(this.#timer)
     this.#timer = undefined
