@@ -118,6 +118,55 @@ describe.each(TRANSPORTS)('§1 start: pre-publication abort [%s]', (transport) =
     expect(lifecycle.ends).toEqual([])
   })
 
+  // Inline's whole transaction is microtasks, so a sweep reaches every moment of it, up to publication and past it.
+  it.runIf(transport === 'inline')('§1.9 an abort at any moment of the transaction rolls back, unless the child was published before it landed', async () => {
+    const fx = withStore(transport, Array.from({ length: 40 }, () => 'hang' as const))
+    let resolved = 0
+    let published = 0
+    fx.host.on('subagent/start', () => void published++)
+    for (let k = 0; k < 40; k++) {
+      const controller = new AbortController()
+      const before = published
+      let publishedFirst: boolean | undefined
+      const starting = fx.host.spawn.start({ prompt: `moment ${k}`, parent: fx.parent, signal: controller.signal })
+      let left = k
+      const tick = () => {
+        if (left-- > 0) return queueMicrotask(tick)
+        publishedFirst = published > before
+        controller.abort()
+      }
+      queueMicrotask(tick)
+      const outcome = await starting.then(
+        (run) => ({ run }),
+        (error: Error) => ({ error }),
+      )
+      if ('error' in outcome) {
+        expect(outcome.error.message).toBe(PRE_PUBLICATION)
+        expect(published, `moment ${k}: rejected, yet published`).toBe(before)
+      } else {
+        // Published before the abort landed, or resolved before it landed at all (the abort then cancels the running child).
+        expect(publishedFirst, `moment ${k}: the abort landed before publication, yet start() resolved`).not.toBe(false)
+        expect(await outcome.run.result).toMatchObject({ stopReason: 'aborted' })
+        await outcome.run.dispose()
+        resolved++
+      }
+    }
+    // Sessions are stored for the published children alone (the store keeps a disposed child's).
+    expect(published).toBe(resolved)
+    expect((await fx.store.list()).sessions.filter(({ id }) => id !== fx.parent.id)).toHaveLength(resolved)
+    expect(fx.host.agents.list().map(({ id }) => id)).toEqual([fx.parent.id])
+  })
+
+  it('§1.9 a host closed by a subagent/start listener settles that run aborted before close() resolves, and keeps nothing of it', async () => {
+    const fx = setup(transport, ['hang'])
+    let closing: Promise<void> | undefined
+    fx.host.on('subagent/start', () => void (closing ??= fx.host.close()))
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent })
+    await closing
+    expect(fx.host.agents.get(run.id)).toBeUndefined()
+    expect(await run.result).toMatchObject({ stopReason: 'aborted' })
+  })
+
   it('§1.9 an abort inside the creation transaction of a composed child (filter, persona, schema) also rolls back completely', async () => {
     const fx = withStore(transport, [textResponse('never')])
     fx.host.tools.register(noop())

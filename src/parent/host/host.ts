@@ -97,8 +97,11 @@ export function createHost(options: HostOptions = {}): Host {
     on: (event, listener) => lifecycle.on(event, listener),
     close() {
       return (closing ??= (async () => {
-        await Promise.allSettled([...runs.values(), ...continuables.runs()].map((run) => run.dispose()))
+        const disposeLive = () => Promise.allSettled([...runs.values(), ...continuables.runs()].map((run) => run.dispose()))
+        await disposeLive()
         await jobs.killAll()
+        // A run published as the close began (a subagent/start listener closed the host) is tracked a microtask after its publication, after the pass above.
+        await disposeLive()
         await topLevel.stop()
         await transport.close()
         await topLevel.flush()
