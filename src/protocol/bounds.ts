@@ -13,6 +13,8 @@ export const RUNNER_BOUNDS = {
   frameMessages: 10_000,
   /** Estimated size of one frame (see estimatedSize). */
   frameBytes: 64 * MiB,
+  /** A process's frame as its pipe carries it (pipe.ts), read before it is decoded: twice frameBytes, since text may take two bytes a character there. */
+  pipeFrameBytes: 128 * MiB,
   /** Estimated size of one event a child records. */
   eventBytes: 16 * MiB,
   /** Messages the host reads from one runner in one event-loop turn; later frames wait for the next turn. */

@@ -1,14 +1,17 @@
 /**
- * The child process's entry: one runner, talking to the host over the process's IPC channel
- * (started by the host with `serialization: 'advanced'`, so frames cross as structured clones,
- * as between threads). The process lives only as long as that channel: when the host goes away,
- * for whatever reason, the channel closes and the process exits. One blocked in a synchronous
- * loop never hears that: the host's reaper (src/parent/runners/endpoints/reaper.ts) kills it instead.
+ * The child process's entry: one runner, talking to the host over its pipe (fd 3, see
+ * protocol/pipe.ts; the host starts it with no IPC channel). The process lives only as long as
+ * that pipe: when the host goes away, for whatever reason, the pipe ends and the process exits.
+ * One blocked in a synchronous loop never hears that: the host's reaper
+ * (src/parent/runners/endpoints/reaper.ts) kills it instead.
  */
+import { EventEmitter } from 'node:events'
+import { Socket } from 'node:net'
 import { Runner } from './runner.js'
 import { subagentError } from '../protocol/errors.js'
+import { PIPE_FD, pipeFrame, PipeReader, RUNNER_PIPE } from '../protocol/pipe.js'
 
-if (!process.send) throw subagentError('ERR_SUBAGENT_ENTRY', "subagent-worker's process entry runs only in a child process started by the host")
+const pipe = openPipe()
 
 // Writes handed to the pipe and not yet written: module code waits for them (see Runner).
 let pending = 0
@@ -30,12 +33,34 @@ function whenWritten(): Promise<void> | undefined {
   return drained.promise
 }
 
-const runner = new Runner((frame) => {
-  pending++
-  process.send!(frame, undefined, {}, written)
-}, whenWritten)
-process.on('message', (frame: unknown) => runner.receive(frame))
-process.on('disconnect', () => process.exit())
+/**
+ * The runner's end of the pipe, frame by frame: `send(frame)`, and a 'message' for each of the
+ * host's. Module code finds it at RUNNER_PIPE, as a thread's finds its port in `workerData`: the
+ * children of one runner share a trust domain (CONTRACT.md §8), and the host trusts none of what
+ * comes through it.
+ */
+class PipeEnd extends EventEmitter {
+  send(frame: unknown): void {
+    const bytes = pipeFrame(frame) // throws for what cannot cross, before anything is counted
+    pending++
+    pipe.write(bytes, written)
+  }
+}
+const end = new PipeEnd()
+Object.defineProperty(globalThis, RUNNER_PIPE, { value: end })
+const runner = new Runner((frame) => end.send(frame), whenWritten)
+end.on('message', (frame: unknown) => runner.receive(frame))
+// The host's frames: trusted, so unbounded but for the header's own limit.
+const reader = new PipeReader(
+  2 ** 32 - 1,
+  (frame) => end.emit('message', frame),
+  (error) => {
+    throw error
+  },
+)
+pipe.on('data', (chunk: Buffer) => reader.push(chunk))
+pipe.on('end', () => process.exit())
+pipe.on('error', () => process.exit())
 // An uncaught error (or unhandled rejection) ends the process, as it would end a worker thread;
 // the host hears the cause first, since it cannot see this process's errors.
 process.on('uncaughtException', (error) => {
@@ -43,3 +68,11 @@ process.on('uncaughtException', (error) => {
   const exit = () => process.exit(1)
   void (whenWritten() ?? Promise.resolve()).then(exit)
 })
+
+function openPipe(): Socket {
+  try {
+    return new Socket({ fd: PIPE_FD, readable: true, writable: true })
+  } catch (error) {
+    throw subagentError('ERR_SUBAGENT_ENTRY', "subagent-worker's process entry runs only in a child process started by the host (it has no pipe to a host)", { cause: error })
+  }
+}

@@ -340,6 +340,27 @@ describe.each(POOLED)('%s transport', (isolation) => {
       }
     })
 
+    // A process's pipe carries bytes: what they say is read only once they are bounded and decoded.
+    it.runIf(isolation === 'process')("raw bytes on a process's pipe (a frame no decoding reads, a length it never sends) stop that runner with a protocol error; the host goes on", async () => {
+      for (const [what, because] of [
+        ['garbage', /^protocol error: a frame from the child process \d+ could not be read \(its bytes cannot be decoded: .+\), so it was stopped$/],
+        ['huge', /^protocol error: a frame from the child process \d+ could not be read \(it was announced as 2147483647 bytes, over the 134217728 a frame may have\), so it was stopped$/],
+      ] as const) {
+        // The bytes come before anything the runner sends after them: the child never asks for a second step.
+        const { host, parent, run } = workerHost([toolCallResponse('r', 'raw_pipe', { what }), textResponse('the host went on')])
+        const { result } = await run()
+        expect(result).toMatchObject({ stopReason: 'error', diagnostic: expect.stringMatching(because) })
+        expect(await host.spawn.run({ prompt: 'again', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'the host went on' }] })
+      }
+    })
+
+    it.runIf(isolation === 'process')("a runner process has no IPC channel: module code cannot reach Node's own parser on the host (a `NODE_` message sent there crashed it)", async () => {
+      const { run } = workerHost([toolCallResponse('i', 'ipc', {}), textResponse('done')])
+      const { result, events } = await run()
+      expect(result.stopReason).toBe('completed')
+      expect(events.find((event) => event.type === 'tool/result')).toMatchObject({ data: { content: [{ type: 'text', text: 'no IPC channel' }] } })
+    })
+
     it('a frame that is not a list of messages stops the runner; its children are told why', async () => {
       const { run } = workerHost([toolCallResponse('f', 'forge', { frame: { type: 'events' } }), textResponse('never')])
       const { result } = await run()

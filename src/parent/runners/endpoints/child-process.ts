@@ -1,13 +1,16 @@
 /**
  * A runner in a child process, under Node's permission model (see sandbox.ts). The process talks
- * over its IPC channel with `serialization: 'advanced'`, so frames cross as structured clones, as
- * between threads. Its 'close' event comes only after the IPC channel has closed, so every frame
- * it sent has been delivered by then: that is when its children are settled.
+ * over a pipe of its own (its fd 3, see protocol/pipe.ts), frames crossing as structured clones,
+ * as between threads; it has no IPC channel, whose parser code in the process could crash the
+ * host through. Its 'close' event comes only after the pipe has closed, so every frame it sent
+ * has been read by then: that is when its children are settled.
  */
-import { fork } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import type { Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import { RUNNER_BOUNDS } from '../../../protocol/bounds.js'
 import { messageOf } from '../../../protocol/errors.js'
+import { PIPE_FD, pipeFrame, PipeReader } from '../../../protocol/pipe.js'
 import type { Fault, RunnerKind } from '../channel.js'
 import { lowerProcess } from './priority.js'
 import { forgetRunner, watchRunner } from './reaper.js'
@@ -30,7 +33,8 @@ export interface ProcessSettings {
 }
 
 export function openChildProcess(settings: ProcessSettings, events: EndpointEvents): Endpoint {
-  const child = fork(ENTRY, [], { env: settings.env, execArgv: settings.execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
+  const child = spawn(process.execPath, [...settings.execArgv, ENTRY], { env: settings.env, stdio: ['ignore', 'inherit', 'pipe', 'pipe'] })
+  const pipe = child.stdio[PIPE_FD] as Socket
   const pid = child.pid
   if (pid !== undefined) {
     lowerProcess(pid, settings.niceIncrement)
@@ -43,7 +47,10 @@ export function openChildProcess(settings: ProcessSettings, events: EndpointEven
     process.stderr.write(chunk) // the child's own output is the user's: pass it on
     tail = (tail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES)
   })
-  child.on('message', events.frame)
+  // A bad frame stops the reader, not the stream: the process is stopped, and its 'close' still comes.
+  const reader = new PipeReader(RUNNER_BOUNDS.pipeFrameBytes, events.frame, events.unreadable)
+  pipe.on('data', (chunk: Buffer) => reader.push(chunk))
+  pipe.on('error', () => {}) // a process going away breaks its pipe; its 'close' settles its children
   child.on('error', (error) => {
     // The process could not be started: no 'close' will follow. (A failed send is followed by one.)
     if (child.pid === undefined) {
@@ -54,7 +61,7 @@ export function openChildProcess(settings: ProcessSettings, events: EndpointEven
   child.on('close', (code, signal) => events.exited({ code: code ?? undefined, ...(signal ? { signal } : {}) }))
   const hold = (held: boolean) => {
     // A piped stdio stream is a socket, though typed as a plain stream.
-    for (const handle of [child, child.channel, child.stderr as Socket | null]) {
+    for (const handle of [child, pipe, child.stderr as Socket | null]) {
       if (held) handle?.ref()
       else handle?.unref()
     }
@@ -66,7 +73,7 @@ export function openChildProcess(settings: ProcessSettings, events: EndpointEven
     label: `child process ${child.pid ?? '(not started)'}`,
     send(frame) {
       // A process going away drops what is sent to it; its 'close' settles its children.
-      if (child.connected) child.send(frame)
+      if (pipe.writable) pipe.write(pipeFrame(frame))
     },
     terminate: () => void child.kill('SIGKILL'),
     hold,
