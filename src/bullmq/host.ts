@@ -10,9 +10,9 @@
  *   a lost job gone, failed, or active with its lock expired.
  *   batching   the adds of one turn go as one `addBulk`, the claim checks of one turn's takes as one
  *              MULTI (TurnBatch): the same commands, fewer round trips.
- *   served     BullMQ's worker count of the depth's queue (CLIENT LIST: each node's Worker names its
- *              connection): a live node is connected, busy or not. A Redis without CLIENT LIST (GCP)
- *              counts as served, so a start there waits instead of failing.
+ *   served     BullMQ's workers of the depth's queue (CLIENT LIST: each node's Worker names its
+ *              connection after the node): a live node is connected, busy or not. A Redis without
+ *              CLIENT LIST (GCP) counts as served, so a start there waits instead of failing.
  *   timeouts   every wait on Redis is bounded by `redisTimeoutMs` (BullMQ and ioredis would retry
  *              forever); a dropped connection is reported, since pub/sub may have lost frames.
  */
@@ -94,8 +94,8 @@ function settingsOf(options: BullmqTransportOptions): Settings {
 interface DepthQueue {
   queue: Queue
   adds: TurnBatch<ChildJob, Job>
-  /** Whether a node serves the queue, while the broker is being asked. */
-  served: Promise<boolean | undefined> | undefined
+  /** The queue's workers' connection names, while the broker is being asked; undefined entries when it cannot say. */
+  workers: Promise<string[] | undefined> | undefined
 }
 
 class BullmqHostBroker implements HostBroker {
@@ -139,14 +139,16 @@ class BullmqHostBroker implements HostBroker {
     }
   }
 
-  /** Whether a BullMQ worker (a node) is connected to the depth's queue: one CLIENT LIST answers every start asking at once. */
-  served(depth: number): Promise<boolean | undefined> {
+  /** Whether a BullMQ worker (a node; not `beside`) is connected to the depth's queue: one CLIENT LIST answers every caller asking at once. */
+  async served(depth: number, beside?: string): Promise<boolean | undefined> {
     const entry = this.#queue(depth)
-    if (!entry.served) {
-      const asked = within(entry.queue.getWorkersCount(), this.#settings.redisTimeoutMs, () => 'no answer')
-      entry.served = asked.then((count) => count > 0, () => undefined).finally(() => (entry.served = undefined))
+    if (!entry.workers) {
+      const asked = within(entry.queue.getWorkers(), this.#settings.redisTimeoutMs, () => 'no answer')
+      // A node's Worker is named after it: its connection's name ends ':w:<node id>'. GCP's one placeholder entry has no rawname.
+      entry.workers = asked.then((workers) => workers.map((worker) => String(worker['rawname'] ?? '')), () => undefined).finally(() => (entry.workers = undefined))
     }
-    return entry.served
+    const names = await entry.workers
+    return names?.some((name) => beside === undefined || !name.endsWith(`:w:${beside}`))
   }
 
   send(node: string, bytes: Buffer): void {
@@ -207,7 +209,7 @@ class BullmqHostBroker implements HostBroker {
     if (!entry) {
       const queue = new Queue(name, { connection: this.#publisher })
       queue.on('error', (error: Error) => void (this.#lastRedisError = error))
-      entry = { queue, adds: new TurnBatch((jobs) => addJobs(queue, jobs)), served: undefined }
+      entry = { queue, adds: new TurnBatch((jobs) => addJobs(queue, jobs)), workers: undefined }
       this.#queues.set(name, entry)
     }
     return entry

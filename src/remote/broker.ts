@@ -48,8 +48,11 @@ export interface HostBroker {
   readonly levels: number
   /** Queues `job` for a node serving children of `depth`. */
   enqueue(depth: number, job: ChildJob): QueuedJob
-  /** Whether a live node takes jobs of `depth`, busy or not; undefined while the broker cannot say. */
-  served(depth: number): Promise<boolean | undefined>
+  /**
+   * Whether a live node takes jobs of `depth`, busy or not (one other than node `beside`, when
+   * given: a node fallen silent may still look connected); undefined while the broker cannot say.
+   */
+  served(depth: number, beside?: string): Promise<boolean | undefined>
   /** The queue's name as the user gave it, for errors. */
   readonly queue: string
   /** Publishes an envelope to node `node`'s channel. */

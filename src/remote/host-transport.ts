@@ -319,7 +319,7 @@ class RemoteHostTransport implements ChildTransport {
 
   /** One heartbeat: a node that left its ping unanswered too long is gone; every other is pinged. */
   #check(): void {
-    const suspects = this.#judge.check(this.#links.values(), (link) => (link.ended ? undefined : link.channel.pinged), (link, ms) => link.silent(ms, this.#broker.silenceCause(), this.#otherNode(link)))
+    const suspects = this.#judge.check(this.#links.values(), (link) => (link.ended ? undefined : link.channel.pinged), (link, ms) => this.#silent(link, ms))
     const at = this.#judge.mark()
     for (const link of this.#links.values()) if (!suspects.has(link)) link.channel.ping(at)
   }
@@ -370,7 +370,20 @@ class RemoteHostTransport implements ChildTransport {
     this.#watch(queued)
   }
 
-  /** Whether another node is linked to this host: somewhere a dead node's children can go (with none, they would wait for a node that may never come). */
+  /**
+   * A silent node's verdict. Its children waiting on the host move (CONTRACT.md §10) when another
+   * node can take them: one linked to this host, or else one the broker says serves the queue (a
+   * node that never took a job of this host is linked to none). With none, they would wait for a
+   * node that may never come, and end `error` now. While the broker is asked, the judge asks again
+   * each beat; the first verdict ends the link.
+   */
+  #silent(link: NodeLink, ms: number): void {
+    const cause = this.#broker.silenceCause()
+    if (this.#otherNode(link)) return link.silent(ms, cause, true)
+    void this.#broker.served(1, link.node).then((served) => link.silent(ms, cause, served === true))
+  }
+
+  /** Whether another node is linked to this host. */
   #otherNode(gone: NodeLink): boolean {
     for (const link of this.#links.values()) if (link !== gone && !link.ended) return true
     return false

@@ -128,4 +128,39 @@ describe.skipIf(!BULLMQ)('bullmq transport', () => {
       await run.dispose()
     }
   })
+
+  it('a node SIGKILLed while its children wait on their host model, beside a node this host never met: they are placed again there and complete', { timeout: 120_000 }, async () => {
+    const queue = freshQueue()
+    const node = () => startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 5 })
+    const a = await node()
+    processes.push(a)
+    const { host, parent } = bullmqHost(queue, [], 5000)
+    let holding = 0
+    let allHeld!: () => void
+    const held = new Promise<void>((resolve) => (allHeld = resolve))
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    const models = Array.from({ length: 3 }, (_, i) => new HeldAnswer(i, () => void (++holding === 3 && allHeld()), released))
+    const runs = await Promise.all(
+      models.map((model, i) => {
+        host.models.register(`held-${i}`, model)
+        return host.spawn.start({ prompt: `task ${i}`, parent, agentOptions: { provider: `held-${i}` } })
+      }),
+    )
+    await held
+    // B serves the queue from now on, and has taken no job of this host: no link joins them.
+    const b = await node()
+    processes.push(b)
+    a.process.kill('SIGKILL')
+    await Promise.all(runs.map((run) => eventOf(run, 'child/moved')))
+    release()
+    for (const [i, run] of runs.entries()) {
+      expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: `answer ${i}` }] })
+      const events = host.agents.get(run.id)!.session.events
+      expect(moved(events)).toEqual([expect.stringMatching(new RegExp(`^node ${a.id} stopped answering for \\d+ ms \\(it was killed or cut off from Redis\\): its children waiting on the host were placed again, the others given up$`))])
+      // The module tool ran once, on A.
+      expect(events.filter((event) => event.type === 'tool/result')).toHaveLength(1)
+      await run.dispose()
+    }
+  })
 })
