@@ -26,6 +26,9 @@ const CHANNELS = {
 /** Transports whose children run in this host's process; any other is a network hop. */
 const LOCAL_TRANSPORTS = new Set(['inline', 'worker', 'process'])
 
+/** A step's finish as the GenAI conventions name it (`gen_ai.response.finish_reasons`). */
+const FINISH_REASONS: Record<NonNullable<StepMessage['finishReason']>, string> = { stop: 'stop', 'tool-calls': 'tool_calls', 'max-tokens': 'length', refusal: 'content_filter' }
+
 interface Open {
   span: Span
   /** The context to start this span's children in. */
@@ -103,7 +106,7 @@ class ChildSpans {
     if (!span) return
     this.#steps.delete(key)
     setUsage(span, m.usage)
-    if (m.finishReason) span.setAttribute('gen_ai.response.finish_reasons', [m.finishReason === 'tool-calls' ? 'tool_calls' : 'stop'])
+    if (m.finishReason) span.setAttribute('gen_ai.response.finish_reasons', [FINISH_REASONS[m.finishReason]])
     if (this.#captureContent && m.output) span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', parts: m.output.map(part) }]))
     if (m.error !== undefined) fail(span, m.error)
     span.end(m.endTime)

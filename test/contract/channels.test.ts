@@ -5,9 +5,13 @@
  */
 import diagnostics_channel from 'node:diagnostics_channel'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createSubagentTool, defineTool, textResponse, toolCallResponse } from 'subagent-worker'
-import type { ChildEndMessage, ChildStartMessage, StepMessage, ToolMessage } from 'subagent-worker'
+import { fileURLToPath } from 'node:url'
+import { createSubagentTool, defineTool, refusalResponse, textResponse, toolCallResponse } from 'subagent-worker'
+import type { ChildEndMessage, ChildStartMessage, StepMessage, StreamChunk, ToolMessage } from 'subagent-worker'
 import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
+import { eventOf } from '../support/driver-helpers.js'
+
+const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 
 const NAMES = ['subagent-worker:child:start', 'subagent-worker:child:end', 'subagent-worker:step', 'subagent-worker:tool'] as const
 
@@ -76,6 +80,48 @@ describe.each(TRANSPORTS)('%s transport: diagnostics channels', (transport) => {
     expect(e1!.startTime).toBe(s1!.startTime)
     expect(s2!.startTime).toBe(t2!.endTime)
     expect(heard.all.map((m) => m.name)).toEqual([NAMES[0], NAMES[2], NAMES[2], NAMES[3], NAMES[3], NAMES[2], NAMES[2], NAMES[1]])
+  })
+
+  it("a step's end says how the model finished: cut off by its token cap, 'max-tokens'; refused, 'refusal'", async () => {
+    const cut: StreamChunk[] = [{ type: 'text-delta', text: 'cut' }, { type: 'finish', reason: 'max-tokens' }]
+    const { host, parent } = setup(transport, [cut, refusalResponse('no')])
+    const heard = listen()
+    for (const prompt of ['go on and on', 'do something refused']) {
+      const run = await host.spawn.start({ prompt, parent, signal: signal() })
+      await run.result
+      await run.dispose()
+    }
+    expect(heard.steps.filter((s) => s.phase === 'end').map((s) => [s.finishReason, s.error])).toEqual([
+      ['max-tokens', undefined],
+      ['refusal', undefined],
+    ])
+  })
+
+  // A move needs a runner the child can leave: two children on one thread or process.
+  it.runIf(transport === 'worker' || transport === 'process')("a child moved while its request streams: that step ends with error 'moved', and the request made again is a step of its own", async () => {
+    const { host, parent } = setup(transport, [toolCallResponse('c1', 'exit', { code: 7 })], { agentModule: FAULT_MODULE, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 } })
+    let requests = 0
+    host.models.register('held', {
+      async *stream(request) {
+        if (++requests > 1) return yield* textResponse('after the move')
+        yield { type: 'text-delta', text: 'before the move ' }
+        await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }))
+      },
+    })
+    const heard = listen()
+    const mate = await host.spawn.start({ prompt: 'wait', parent, signal: signal(), agentOptions: { provider: 'held' } })
+    await eventOf(mate, 'assistant/chunk')
+    const crasher = await host.spawn.start({ prompt: 'crash', parent, signal: signal() })
+    expect((await crasher.result).stopReason).toBe('error')
+    expect(await mate.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'after the move' }] })
+    expect(heard.steps.filter((s) => s.id === mate.id).map((s) => [s.phase, s.step, s.finishReason, s.error])).toEqual([
+      ['start', 1, undefined, undefined],
+      ['end', 1, undefined, 'moved'],
+      ['start', 2, undefined, undefined],
+      ['end', 2, 'stop', undefined],
+    ])
+    await mate.dispose()
+    await crasher.dispose()
   })
 
   it("a nested child's child:start names its parent and the tool call that started it", async () => {

@@ -130,6 +130,17 @@ describe('instrument options', () => {
     expect(JSON.parse(chat.attributes['gen_ai.output.messages'] as string)).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'found' }] }])
   })
 
+  it('a step cut off by its token cap finishes "length", a refused one "content_filter", as the GenAI conventions name them', async () => {
+    const { exporter } = tracing()
+    const { host, parent } = setup('inline', [
+      [{ type: 'text-delta', text: 'cut' }, { type: 'finish', reason: 'max-tokens' }],
+      [{ type: 'text-delta', text: 'no' }, { type: 'finish', reason: 'refusal' }],
+    ])
+    await host.spawn.run({ prompt: 'go on and on', parent, signal: signal() })
+    await host.spawn.run({ prompt: 'do something refused', parent, signal: signal() })
+    expect(byName(exporter.getFinishedSpans(), 'chat scripted-1').map((s) => s.attributes['gen_ai.response.finish_reasons'])).toEqual([['length'], ['content_filter']])
+  })
+
   it('a child that fails has error.type and an error status', async () => {
     const { exporter } = tracing()
     const { host, parent } = setup('inline', [])

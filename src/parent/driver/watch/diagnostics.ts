@@ -6,9 +6,12 @@
  *
  * What the mirror shows decides what a step and a tool call are:
  * - a step (one model request) starts at the child's `turn/start`, or at the `tool/result` that
- *   completes the previous step's calls, and ends at the `assistant/message` it produced. A step
- *   whose turn ended before it produced anything is published (with `error`) only when the turn
- *   ended `error` or `aborted`: otherwise the loop never made that request.
+ *   completes the previous step's calls, and ends at the `assistant/message` it produced: one with
+ *   tool calls at once, one without at the `turn/end` it led to, whose reason says how the model
+ *   finished (`max-tokens`; `blocked`, a refusal; else `stop`). A step whose turn ended before it
+ *   produced anything is published (with `error`) only when the turn ended `error` or `aborted`:
+ *   otherwise the loop never made that request. A `child/moved` ends the step it interrupts
+ *   (`error: 'moved'`): the request is made again on the new runner, as a step of its own.
  * - a tool call starts at the `assistant/message` that announced it and ends at its `tool/result`.
  * Times are when the host recorded those events (epoch ms).
  */
@@ -75,7 +78,8 @@ export interface StepMessage extends ChildInfo {
   /** On 'end' only, as are the fields after it. */
   endTime?: number
   usage?: Usage
-  finishReason?: 'stop' | 'tool-calls'
+  /** How the model finished (a stream's `finish` reasons). */
+  finishReason?: 'stop' | 'tool-calls' | 'max-tokens' | 'refusal'
   /** Why the step ended without a message: the turn's end ('error', 'aborted') or the run's stop reason. */
   error?: string
   /** The assistant message the step produced (the host's copy: do not change it). */
@@ -110,6 +114,8 @@ type StepState =
   | { kind: 'idle' }
   /** A model request is running since `startTime`; `announced` once its start was published. */
   | { kind: 'step'; startTime: number; announced: boolean }
+  /** The step's message came at `endTime`, without tool calls: its turn's end says how it finished. */
+  | { kind: 'answered'; startTime: number; endTime: number; content: ContentBlock[]; usage: Usage | undefined }
   /** The last message's tool calls are running. */
   | { kind: 'tools'; calls: Map<string, OpenCall> }
 
@@ -154,8 +160,11 @@ export class ChildDiagnostics {
       case 'tool/result':
         this.#result(event.data.callId, event.data.isError, event.data.code, event.data.content, now)
         break
+      case 'child/moved':
+        this.#moved(now)
+        break
       case 'turn/end':
-        this.#interrupt(turnError(event.data.reason), now)
+        this.#interrupt(turnError(event.data.reason), now, finishOf(event.data.reason))
         this.#state = IDLE
         break
     }
@@ -200,18 +209,13 @@ export class ChildDiagnostics {
   #message(content: ContentBlock[], usage: Usage | undefined, now: number): void {
     const state = this.#state
     const calls = content.some((block) => block.type === 'tool-call')
-    if (state.kind === 'step') {
-      this.#announce()
-      if (channels.step.hasSubscribers) {
-        const message: StepMessage = this.#with({ phase: 'end', step: this.#steps, startTime: state.startTime, endTime: now, finishReason: calls ? 'tool-calls' : 'stop', output: content })
-        if (usage) message.usage = usage
-        channels.step.publish(message)
-      }
-    }
+    if (state.kind === 'step') this.#announce()
     if (!calls) {
-      this.#state = IDLE
+      // Its turn ends next, and says how the model finished.
+      this.#state = state.kind === 'step' ? { kind: 'answered', startTime: state.startTime, endTime: now, content, usage } : IDLE
       return
     }
+    if (state.kind === 'step') this.#endStep(state.startTime, now, 'tool-calls', content, usage)
     const open = new Map<string, OpenCall>()
     for (const call of content) {
       if (call.type !== 'tool-call') continue
@@ -234,10 +238,30 @@ export class ChildDiagnostics {
     if (state.calls.size === 0) this.#state = { kind: 'step', startTime: now, announced: false }
   }
 
-  /** The turn or the run ended: what is still open ends with `error` (a step only if its request may have been made). */
-  #interrupt(error: string | undefined, now: number): void {
+  #endStep(startTime: number, endTime: number, finishReason: NonNullable<StepMessage['finishReason']>, output: ContentBlock[], usage: Usage | undefined): void {
+    if (!channels.step.hasSubscribers) return
+    const message: StepMessage = this.#with({ phase: 'end', step: this.#steps, startTime, endTime, finishReason, output })
+    if (usage) message.usage = usage
+    channels.step.publish(message)
+  }
+
+  /** The child left a runner that went: a request it was waiting on ends here and is made again, a new step. */
+  #moved(now: number): void {
     const state = this.#state
-    if (state.kind === 'tools') {
+    if (state.kind !== 'step') return
+    if (state.announced && channels.step.hasSubscribers) channels.step.publish(this.#with({ phase: 'end', step: this.#steps, startTime: state.startTime, endTime: now, error: 'moved' }) satisfies StepMessage)
+    this.#state = { kind: 'step', startTime: now, announced: false }
+  }
+
+  /**
+   * The turn or the run ended: a step's message waiting for it ends with how the model finished;
+   * what is still open ends with `error` (a step only if its request may have been made).
+   */
+  #interrupt(error: string | undefined, now: number, finish: NonNullable<StepMessage['finishReason']> = 'stop'): void {
+    const state = this.#state
+    if (state.kind === 'answered') {
+      this.#endStep(state.startTime, state.endTime, finish, state.content, state.usage)
+    } else if (state.kind === 'tools') {
       for (const [callId, call] of state.calls) this.#endCall(callId, call, now, { error: error ?? 'unanswered' })
     } else if (state.kind === 'step' && (error === 'error' || error === 'aborted')) {
       this.#announce()
@@ -254,4 +278,9 @@ export class ChildDiagnostics {
 /** What a turn's end says went wrong, if anything. */
 function turnError(reason: TurnEndReason): string | undefined {
   return reason.kind === 'completed' ? undefined : reason.kind
+}
+
+/** How the model finished the step whose message ended the turn: cut off, refused, or done. */
+function finishOf(reason: TurnEndReason): NonNullable<StepMessage['finishReason']> {
+  return reason.kind === 'max-tokens' ? 'max-tokens' : reason.kind === 'blocked' ? 'refusal' : 'stop'
 }
