@@ -37,7 +37,9 @@ export function tryClone(value: unknown): { value: unknown } | undefined {
 
 /** A cancel reason that survives the crossing; one that cannot cross is described instead. */
 export function cloneableReason(reason: unknown): unknown {
-  return tryClone(reason)?.value ?? { kind: 'uncloneable', description: describeValue(reason) }
+  // Whether it cloned, not what it cloned to: a reason of null or undefined crosses as itself.
+  const cloned = tryClone(reason)
+  return cloned ? cloned.value : { kind: 'uncloneable', description: describeValue(reason) }
 }
 
 /** JSON where possible, never throwing (cycles, BigInt, depth, a value with no string form at all). */

@@ -197,17 +197,20 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
   })
 
   it("§7 a caller's own abort reason is the reason the child's model request and turn record, unchanged", async () => {
-    const fx = setup(transport, ['hang'])
-    const controller = new AbortController()
-    const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
-    await fx.model.requested(1)
-    const reason = new Error('caller-specific reason')
-    controller.abort(reason)
-    expect((await run.result).stopReason).toBe('aborted')
-    // Inline it is the very object; across a thread boundary, its structured clone.
-    expect(fx.model.requests[0]!.signal.reason).toEqual(reason)
-    expect(turnEnds(childEvents(fx.host, run))).toEqual([{ kind: 'aborted', reason }])
-    await run.dispose()
+    // null, 0 and '' are reasons too: none is taken for a missing one.
+    const reasons: unknown[] = [new Error('caller-specific reason'), { kind: 'mine', n: 1 }, 'a string', null, 0, '']
+    const fx = setup(transport, reasons.map(() => 'hang' as const))
+    for (const [i, reason] of reasons.entries()) {
+      const controller = new AbortController()
+      const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
+      await fx.model.requested(i + 1)
+      controller.abort(reason)
+      expect((await run.result).stopReason).toBe('aborted')
+      // Inline it is the very value; across a thread boundary, its structured clone.
+      expect(fx.model.requests[i]!.signal.reason).toEqual(reason)
+      expect(turnEnds(childEvents(fx.host, run))).toEqual([{ kind: 'aborted', reason }])
+      await run.dispose()
+    }
   })
 
   it("§2/§7 an abort without a reason of its own (the default AbortError) cancels with { kind: 'parent' }", async () => {
