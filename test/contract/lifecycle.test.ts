@@ -187,6 +187,24 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     expect(lifecycle.ends).toEqual([])
   })
 
+  it("§7 a subagent/start listener that writes to its event changes nothing: start and end stay paired by runId", async () => {
+    const fx = setup(transport, [textResponse('unbroken')])
+    fx.host.on('subagent/start', (info) => {
+      try {
+        ;(info as { runId: string }).runId = 'overwritten'
+      } catch {
+        // the event is frozen: the write throws in strict code
+      }
+    })
+    const lifecycle = recordLifecycle(fx.host)
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: signal() })
+    await run.result
+    await run.dispose()
+    await lifecycle.ended(1)
+    expect(lifecycle.starts.map((s) => s.runId)).toEqual([run.id])
+    expect(lifecycle.ends.map((e) => e.runId)).toEqual([run.id])
+  })
+
   it('§7 unsubscribing stops delivery', async () => {
     const fx = setup(transport, [textResponse('one'), textResponse('two')])
     const seen: SubagentStartEvent[] = []

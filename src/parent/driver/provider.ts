@@ -131,7 +131,8 @@ async function publishChild(host: ProviderHost, provider: string, fork: boolean,
   built.connect(writer)
   // One run, one child: the run is known by the child's id everywhere (events, tool values).
   const { id, header } = spec
-  const started: SubagentStartEvent = { runId: id, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: request.parent.id, depth: request.depth }
+  // Frozen: every subagent/start listener gets this object, and subagent/end repeats it (a listener's write must not unpair them).
+  const started: SubagentStartEvent = Object.freeze({ runId: id, provider, id, local: host.transport.local, ...(request.label === undefined ? {} : { label: request.label }), parentId: request.parent.id, depth: request.depth })
   host.lifecycle.emit('subagent/start', started)
   built.watch.published(started)
   const { handle, mirror, childMirror, watch } = built
