@@ -1,5 +1,6 @@
 /** Option errors and the checks every room of the host shares (settings, the driver, stores, the tools, the bullmq adapter). */
 import { subagentError, SubagentTypeError } from '../protocol/errors.js'
+import { describeValue } from '../protocol/values.js'
 import type { AgentOptions } from '../agent/view.js'
 
 /** A host option with a wrong value: names the option, the value and what it may be. */
@@ -14,13 +15,11 @@ export class InvalidOptionError extends SubagentTypeError<'ERR_SUBAGENT_OPTION'>
 }
 
 function describe(value: unknown): string {
+  // String(-0) is '0': the message would name a value the caller did not give.
+  if (Object.is(value, -0)) return '-0'
   if (typeof value === 'number' || typeof value === 'bigint') return String(value)
   if (typeof value === 'function') return 'a function'
-  try {
-    return JSON.stringify(value) ?? String(value)
-  } catch {
-    return String(value)
-  }
+  return describeValue(value)
 }
 
 /** The longest delay a Node.js timer honours; beyond it the timer fires at once. */

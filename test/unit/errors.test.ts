@@ -62,3 +62,14 @@ describe('messageOf: what reports an error never throws itself', () => {
     it(`${what}: ${JSON.stringify(text)}`, () => expect(messageOf(value)).toBe(text))
   }
 })
+
+describe('InvalidOptionError names the value the caller gave', () => {
+  const cases: Array<[string, unknown, string]> = [
+    ['-0 as -0, not 0', -0, 'limits.timeoutMs must be a positive whole number, not -0'],
+    ['0 as 0', 0, 'limits.timeoutMs must be a positive whole number, not 0'],
+    ['a value with no text at all', Object.assign(Object.create(null) as object, { big: 1n }), 'limits.timeoutMs must be a positive whole number, not an unprintable object'],
+  ]
+  for (const [what, value, message] of cases) {
+    it(what, () => expect(new InvalidOptionError('limits.timeoutMs', value, 'a positive whole number').message).toBe(message))
+  }
+})
