@@ -205,6 +205,35 @@ describe.each(POOLED)('%s transport', (isolation) => {
       expect(host.agents.list()).toHaveLength(1)
     })
 
+    it('a stray spin left by a finished child stops its runner answering: a mate waiting on its host model there is moved, and completes', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'stray-spin-mate-'))
+      const marker = join(dir, 'spinning')
+      const go = join(dir, 'go')
+      const { host, parent } = workerHost([toolCallResponse('s', 'stray_spin', { marker, go }), textResponse('done')], {
+        pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 },
+        ...(isolation === 'process' ? { sandbox: { fsRead: [dir], fsWrite: [dir] } } : {}),
+      })
+      let requests = 0
+      host.models.register('held', {
+        async *stream(request) {
+          if (++requests > 1) return yield* textResponse('after the move')
+          yield { type: 'text-delta', text: 'waiting ' }
+          await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }))
+        },
+      })
+      const mate = await host.spawn.start({ prompt: 'wait', parent, signal: new AbortController().signal, agentOptions: { provider: 'held' } })
+      await eventOf(mate, 'assistant/chunk')
+      const spinner = await host.spawn.run({ prompt: 'spin later', parent, signal: new AbortController().signal })
+      expect(spinner.stopReason).toBe('completed')
+      // The spin starts now, with its child gone: only the mate, waiting on the host, is left on the runner.
+      await fileAppears(marker, () => writeFileSync(go, 'go'))
+      await rm(dir, { recursive: true, force: true })
+      expect(await mate.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'after the move' }] })
+      const moves = host.agents.get(mate.id)!.session.events.filter((e) => e.type === 'child/moved').map((e) => (e.data as { reason: string }).reason)
+      expect(moves).toEqual([expect.stringMatching(/stopped answering for \d+ ms while none of its children was running module code/)])
+      await mate.dispose()
+    })
+
     it('a runner busy in a long CPU-bound tool is never judged dead: a child waiting to be built on it just waits', async () => {
       const { host, parent, model } = workerHost([], { abortGraceMs: 100, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 } })
       host.models.register('burner', new ScriptedModel([toolCallResponse('b', 'burn', { ms: 2500 }), toolCallResponse('w', 'where', {}), textResponse('burned')]))

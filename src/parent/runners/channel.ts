@@ -146,7 +146,7 @@ export class RunnerChannel {
     return this.#children.size
   }
 
-  /** Whether the runner's silence means it is stuck: it is ready, and no child of it is running. */
+  /** Whether the runner's silence means it is stuck: it is ready, and no child of it may be running module code. */
   get judgeable(): boolean {
     if (this.#phase.name !== 'ready') return false
     for (const child of this.#children.values()) if (child.busy) return false

@@ -126,8 +126,14 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     channel.send(createMessage(spec, options.placement))
   }
 
+  /**
+   * Whether module code of it may be running on its runner (so the runner's silence may be CPU
+   * work, not a stuck loop). Not while it waits on its host model: then its loop waits on the
+   * host, and nothing of the module runs for it (no tool, no hook, no module model), so a silent
+   * runner is stuck, and the child moves (CONTRACT.md §8).
+   */
   get busy(): boolean {
-    return this.#phase === 'running' && this.#grace === undefined
+    return this.#phase === 'running' && this.#grace === undefined && this.#ledger.models === 0
   }
 
   /** How often it was rebuilt on another runner. */

@@ -4,7 +4,7 @@
  * The pool starts runners (up to `maxThreads`, keeping `minThreads` warm), places each child on
  * the least loaded runner that has room (`childrenPerWorker`), queues starts beyond that (at
  * most `maxQueue`), retires runners idle for `idleTimeoutMs`, replaces a dead one, and stops one
- * that stopped answering while none of its children was running. All runner bookkeeping lives
+ * that stopped answering while none of its children was running module code. All runner bookkeeping lives
  * here; what a runner is, is the endpoint's business.
  */
 import type { ResourceLimits } from 'node:worker_threads'
@@ -173,13 +173,14 @@ export class RunnerPool {
 
   /** Heartbeats and idle retirement, on one timer for the whole pool. */
   #check(): void {
-    // Only a runner with no child running is judged: CPU work is what runners are for.
+    // Only a runner with no child running module code is judged: CPU work is what runners are for.
     const suspects = this.#judge.check(this.#runners, (runner) => (runner.stopping || !runner.channel.judgeable ? undefined : runner.channel.pinged), (runner, silent) => {
       const { channel } = runner
       runner.stop({
         stopReason: 'error',
-        diagnostic: `the ${channel.label} stopped answering for ${Math.round(silent)} ms while none of its children was running (something on it never yields), so it was ${channel.kind.ended} and replaced`,
-      }, undefined, true)
+        diagnostic: `the ${channel.label} stopped answering for ${Math.round(silent)} ms while none of its children was running module code (something on it never yields), so it was ${channel.kind.ended} and replaced`,
+        // Its last frames may be unread: only the children a host call holds are sure to be where the host saw them.
+      }, undefined, 'held')
     })
     const now = performance.now()
     const at = this.#judge.mark()

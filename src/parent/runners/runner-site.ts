@@ -7,6 +7,7 @@
  */
 import type { RunnerConfig } from '../../protocol/messages.js'
 import { RunnerChannel, type Culprit, type Fault, type RunnerKind } from './channel.js'
+import type { Mobility } from './move-point.js'
 
 /** How long a stopped runner may take to exit before its children are settled without it (a native call can block termination). */
 const EXIT_WAIT_MS = 1000
@@ -62,7 +63,7 @@ export class RunnerSite {
   readonly exit: Promise<void>
   readonly #endpoint: Endpoint
   readonly #options: SiteOptions
-  #stopping: { fault: Fault; culprit?: Culprit; movable: boolean } | undefined
+  #stopping: { fault: Fault; culprit?: Culprit; movable: Mobility | undefined } | undefined
   #crash: Error | undefined
   #gone = false
   /** Settles the children if a stopped runner never reports its exit. */
@@ -87,7 +88,7 @@ export class RunnerSite {
       label: endpoint.label,
       config: options.config,
       send: (frame) => endpoint.send(frame),
-      kill: (fault, culprit) => this.stop(fault, culprit, culprit !== undefined),
+      kill: (fault, culprit) => this.stop(fault, culprit, culprit === undefined ? undefined : 'heard'),
       crashed: (error) => void (this.#crash ??= error),
       changed: () => {
         this.#hold()
@@ -104,9 +105,10 @@ export class RunnerSite {
 
   /**
    * Ends the runner; its children end with `fault` (the culprit with its own) once it exited.
-   * `movable`: its other children may move to another runner (CONTRACT.md §8).
+   * `movable`: its other children may move to another runner (CONTRACT.md §8), judged as the
+   * mobility says ('held': only those a host call holds, since its last frames may be unread).
    */
-  stop(fault: Fault, culprit?: Culprit, movable = false): void {
+  stop(fault: Fault, culprit?: Culprit, movable?: Mobility): void {
     if (this.#stopping || this.#gone) return
     this.#stopping = culprit ? { fault, culprit, movable } : { fault, movable }
     // Until it is gone: whoever awaits its children (or host.close()) is owed its exit.
@@ -121,7 +123,7 @@ export class RunnerSite {
     clearTimeout(this.#exitWait)
     const fault = this.#stopping?.fault ?? this.#endpoint.faultOf(exit, this.#crash)
     // A runner that went of itself (a crash, the heap limit) leaves its children movable.
-    this.channel.end(fault, this.#stopping?.culprit, (this.#stopping?.movable ?? true) ? 'heard' : undefined)
+    this.channel.end(fault, this.#stopping?.culprit, this.#stopping ? this.#stopping.movable : 'heard')
     this.#endpoint.hold(false)
     this.#markExited()
     this.#options.exited(this)
