@@ -193,6 +193,20 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       await crasher.dispose()
     })
 
+    it('a mate allowed one step (limits.maxSteps 1), moved while that step waits, completes: the request made again is that step', async () => {
+      const { host: h, parent } = await host([toolCallResponse('c1', 'exit', { code: 7 })])
+      h.models.register('one-step', new ScriptedModel(['hang', textResponse('within its one step')]))
+      const waiting = streaming(h, 1)
+      const mate = await h.spawn.start({ prompt: 'one step', parent, signal: signal(), agentOptions: { provider: 'one-step' }, limits: { maxSteps: 1 } })
+      await waiting
+      const crasher = await h.spawn.start({ prompt: 'crash', parent, signal: signal() })
+      expect((await crasher.result).stopReason).toBe('error')
+      expect(await mate.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'within its one step' }] })
+      expect(moved(h.agents.get(mate.id)!.session.events)).toHaveLength(1)
+      await mate.dispose()
+      await crasher.dispose()
+    })
+
     it('nine mates survive a sibling that hits the heap limit', async () => {
       const { host: h, parent } = await host([toolCallResponse('c1', 'hog_memory', {})], { resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 8 } })
       const ends = endsOf(h)

@@ -79,6 +79,20 @@ describe('the host budget', () => {
     expect(root.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
   })
 
+  it('a move drops the step served for a request the session never recorded: made again, it is admitted within limits.maxSteps', async () => {
+    const { budget: child, stops } = budget({ maxSteps: 1 })
+    child.observe({ seq: 0, type: 'turn/start', data: {} })
+    // The one step allowed, served; the runner died before its message was recorded.
+    await drain(meteredModel(model, child))
+    child.observe({ seq: 1, type: 'child/moved', data: { reason: 'the runner exited with code 7' } })
+    // Made again on the new runner: still the first step.
+    await drain(meteredModel(model, child))
+    child.observe({ seq: 2, type: 'assistant/message', data: { content: [], usage: { inputTokens: 30, outputTokens: 10 } } })
+    expect(stops).toEqual([])
+    // A second step is beyond the bound.
+    expect(() => meteredModel(model, child).meter()).toThrow('the host refused the model request: the child reached limits.maxSteps (1)')
+  })
+
   it("a metered model's parts meter a request as its own stream does: one admission a request, its usage counted once", async () => {
     const { budget: node, stops } = budget({ maxSteps: 2 })
     const metered = meteredModel(model, node)

@@ -146,8 +146,12 @@ export class Budget {
     // this count still meets the host's own count of the host-placed requests it served.)
     if (event.type === 'turn/start') this.#reportedSteps = 0
     // A move (CONTRACT.md §8): a request served whose message the dead runner never recorded is
-    // made again on the new runner, so its usage would count twice; own usage is what the session holds.
-    if (event.type === 'child/moved') this.#spend(() => void (this.#served = this.#reported))
+    // made again on the new runner, so its usage and its step would count twice; own usage and
+    // steps are what the session holds.
+    if (event.type === 'child/moved') {
+      this.#servedSteps = this.#reportedSteps
+      this.#spend(() => void (this.#served = this.#reported))
+    }
     if (event.type !== 'assistant/message') return
     this.#reportedSteps++
     const { maxSteps } = this.limits
