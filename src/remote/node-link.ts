@@ -25,7 +25,7 @@ import type { HostMessage, RunnerConfig } from '../protocol/messages.js'
 import type { Mobility } from '../parent/runners/move-point.js'
 import { placementsOf, type RoomMessage, type TakeMessage } from './envelope.js'
 
-const KIND: RunnerKind = { noun: 'node', ended: 'given up on' }
+const KIND: RunnerKind = { noun: 'node', ended: 'given up on', relays: true }
 
 /** A node's room at one level, as this host knows it. */
 interface Room {

@@ -390,6 +390,14 @@ describe.each(POOLED)('%s transport', (isolation) => {
       expect(events.find((event) => event.type === 'tool/result')).toMatchObject({ data: { content: [{ type: 'text', text: 'no IPC channel' }] } })
     })
 
+    it("an 'ended' message, a node's word that a child's thread went, stops a thread or process that sends it: it is its children's runner itself", async () => {
+      const { run } = workerHost([toolCallResponse('f', 'forge', { frame: [{ type: 'ended', child: '$self', stopReason: 'error', diagnostic: 'forged end', movable: true }] }), textResponse('never')])
+      const { result, events } = await run()
+      expect(result.stopReason).toBe('error')
+      expect(result.diagnostic).toMatch(protocolError("an 'ended' message, which only a node sends, so it was stopped"))
+      expect(events.some((event) => event.type === 'child/moved')).toBe(false)
+    })
+
     it('a frame that is not a list of messages stops the runner; its children are told why', async () => {
       const { run } = workerHost([toolCallResponse('f', 'forge', { frame: { type: 'events' } }), textResponse('never')])
       const { result } = await run()

@@ -57,6 +57,8 @@ export interface RunnerKind {
   noun: string
   /** What stopping one does to it: 'terminated', 'killed'. */
   ended: string
+  /** A node, which runs its children on threads of its own: only it says a child's thread ended (`ended`). */
+  relays?: true
 }
 
 export interface ChannelOptions {
@@ -300,6 +302,10 @@ export class RunnerChannel {
         return
       case 'texts':
         return this.#texts(message.texts)
+      case 'ended':
+        // A thread or a process is the child's runner itself: its end is the channel's, seen by the host.
+        if (!this.#options.kind.relays) return this.violation(`an 'ended' message, which only a node sends`)
+        return this.#toChild(message)
       default:
         return this.#toChild(message)
     }
