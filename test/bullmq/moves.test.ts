@@ -76,19 +76,14 @@ describe.skipIf(!BULLMQ)('bullmq transport', () => {
     }
   }
 
-  it('a node SIGKILLed while its children wait on their host model: they complete on the other node, each moved once, its module tool run once', { timeout: 120_000 }, async () => {
-    const queue = freshQueue()
-    // Five children fit each node: ten children are five on each.
-    const [a, b] = await Promise.all([0, 1].map(() => startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 5 })))
-    processes.push(a!, b!)
-    // Settles soon after the kill, and a loaded machine's late beats before it are not taken for one.
-    const { host, parent } = bullmqHost(queue, [], 5000)
+  /** `count` children, each on a HeldAnswer model of its own; resolves once every one holds its answer's request. `release` lets them answer. */
+  async function heldChildren(host: Host, parent: ReturnType<Host['createAgent']>, count: number) {
     let holding = 0
     let allHeld!: () => void
     const held = new Promise<void>((resolve) => (allHeld = resolve))
     let release!: () => void
     const released = new Promise<void>((resolve) => (release = resolve))
-    const models = Array.from({ length: 10 }, (_, i) => new HeldAnswer(i, () => void (++holding === 10 && allHeld()), released))
+    const models = Array.from({ length: count }, (_, i) => new HeldAnswer(i, () => void (++holding === count && allHeld()), released))
     const runs = await Promise.all(
       models.map((model, i) => {
         host.models.register(`held-${i}`, model)
@@ -96,6 +91,17 @@ describe.skipIf(!BULLMQ)('bullmq transport', () => {
       }),
     )
     await held
+    return { models, runs, release }
+  }
+
+  it('a node SIGKILLed while its children wait on their host model: they complete on the other node, each moved once, its module tool run once', { timeout: 120_000 }, async () => {
+    const queue = freshQueue()
+    // Five children fit each node: ten children are five on each.
+    const [a, b] = await Promise.all([0, 1].map(() => startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: 1, childrenPerWorker: 5 })))
+    processes.push(a!, b!)
+    // Settles soon after the kill, and a loaded machine's late beats before it are not taken for one.
+    const { host, parent } = bullmqHost(queue, [], 5000)
+    const { models, runs, release } = await heldChildren(host, parent, 10)
     /** The node each child ran its module tool on, by the pid the tool reported. */
     const pidOf = (id: string) => {
       const result = host.agents.get(id)!.session.events.find((event) => event.type === 'tool/result')!
@@ -135,19 +141,7 @@ describe.skipIf(!BULLMQ)('bullmq transport', () => {
     const a = await node()
     processes.push(a)
     const { host, parent } = bullmqHost(queue, [], 5000)
-    let holding = 0
-    let allHeld!: () => void
-    const held = new Promise<void>((resolve) => (allHeld = resolve))
-    let release!: () => void
-    const released = new Promise<void>((resolve) => (release = resolve))
-    const models = Array.from({ length: 3 }, (_, i) => new HeldAnswer(i, () => void (++holding === 3 && allHeld()), released))
-    const runs = await Promise.all(
-      models.map((model, i) => {
-        host.models.register(`held-${i}`, model)
-        return host.spawn.start({ prompt: `task ${i}`, parent, agentOptions: { provider: `held-${i}` } })
-      }),
-    )
-    await held
+    const { runs, release } = await heldChildren(host, parent, 3)
     // B serves the queue from now on, and has taken no job of this host: no link joins them.
     const b = await node()
     processes.push(b)

@@ -213,6 +213,17 @@ describe.each(TRANSPORTS)('§13 the continuable subagent tool and settlement not
     expect(mid.requests[0]!.system).toContain('Delegating with delegate: subagents run in the background by default.')
   })
 
+  /** P's second activation ('second', answered 'p second'): its first request carries the leaf `id`'s notice, right after its message. */
+  async function expectNoticeAtSecondActivation(host: Host, p: { id: string; send(message: string): void }, mid: ScriptedModel, id: string): Promise<void> {
+    const secondOfP = settled(host, (s) => s.id === p.id)
+    p.send('second')
+    expect(await secondOfP).toMatchObject({ activation: 2, output: [{ type: 'text', text: 'p second' }] })
+    expect(mid.requests[2]!.messages.slice(-2)).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'second' }] },
+      { role: 'user', content: [{ type: 'text', text: `subagent ${id} finished (completed)\nleaf answer` }] },
+    ])
+  }
+
   it('an idle continuable parent on a runner finds the notice at its next activation', async () => {
     const g = gate()
     const f = setup(transport, [])
@@ -227,13 +238,7 @@ describe.each(TRANSPORTS)('§13 the continuable subagent tool and settlement not
     g.open()
     const { id } = await leaf
     expect(mid.requests).toHaveLength(2)
-    const secondOfP = settled(f.host, (s) => s.id === p.id)
-    p.send('second')
-    expect(await secondOfP).toMatchObject({ activation: 2, output: [{ type: 'text', text: 'p second' }] })
-    expect(mid.requests[2]!.messages.slice(-2)).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'second' }] },
-      { role: 'user', content: [{ type: 'text', text: `subagent ${id} finished (completed)\nleaf answer` }] },
-    ])
+    await expectNoticeAtSecondActivation(f.host, p, mid, id)
     const mirrored = f.host.agents.get(p.id)!.session.events
     const second = mirrored.findIndex((e) => e.type === 'user/message' && (e.data as { content: Array<{ text?: string }> }).content[0]?.text === 'second')
     expect(mirrored[second + 1]).toMatchObject(notice(id, 'leaf answer'))
@@ -261,13 +266,7 @@ describe.each(TRANSPORTS)('§13 the continuable subagent tool and settlement not
     const firstOfP = settled(f.host, (s) => s.id === p.id)
     lastStep.open()
     expect(await firstOfP).toMatchObject({ activation: 1, output: [{ type: 'text', text: 'p first' }] })
-    const secondOfP = settled(f.host, (s) => s.id === p.id)
-    p.send('second')
-    expect(await secondOfP).toMatchObject({ activation: 2, output: [{ type: 'text', text: 'p second' }] })
-    expect(mid.requests[2]!.messages.slice(-2)).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'second' }] },
-      { role: 'user', content: [{ type: 'text', text: `subagent ${id} finished (completed)\nleaf answer` }] },
-    ])
+    await expectNoticeAtSecondActivation(f.host, p, mid, id)
     const notices = f.host.agents.get(p.id)!.session.events.filter((e) => e.type === 'user/message' && (e.data as { source: { kind: string } }).source.kind === 'subagent-settlement')
     expect(notices).toEqual([expect.objectContaining(notice(id, 'leaf answer'))])
   })
