@@ -10,6 +10,7 @@ import { createSubagentTool, defineTool, refusalResponse, textResponse, toolCall
 import type { ChildEndMessage, ChildStartMessage, StepMessage, StreamChunk, ToolMessage } from 'subagent-worker'
 import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
 import { eventOf } from '../support/driver-helpers.js'
+import { heldUntilMoved } from '../support/moves.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 
@@ -100,14 +101,7 @@ describe.each(TRANSPORTS)('%s transport: diagnostics channels', (transport) => {
   // A move needs a runner the child can leave: two children on one thread or process.
   it.runIf(transport === 'worker' || transport === 'process')("a child moved while its request streams: that step ends with error 'moved', and the request made again is a step of its own", async () => {
     const { host, parent } = setup(transport, [toolCallResponse('c1', 'exit', { code: 7 })], { agentModule: FAULT_MODULE, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 } })
-    let requests = 0
-    host.models.register('held', {
-      async *stream(request) {
-        if (++requests > 1) return yield* textResponse('after the move')
-        yield { type: 'text-delta', text: 'before the move ' }
-        await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }))
-      },
-    })
+    host.models.register('held', heldUntilMoved('before the move ', 'after the move'))
     const heard = listen()
     const mate = await host.spawn.start({ prompt: 'wait', parent, signal: signal(), agentOptions: { provider: 'held' } })
     await eventOf(mate, 'assistant/chunk')

@@ -68,6 +68,21 @@ export function endsOf(host: Host): Map<string, SubagentEndEvent> {
   return ends
 }
 
+/**
+ * A host model whose first request streams `first` and then waits until it is aborted (a move
+ * aborts it); every later request answers `after` whole.
+ */
+export function heldUntilMoved(first: string, after: string): Model {
+  let requests = 0
+  return {
+    async *stream(request) {
+      if (++requests > 1) return yield* textResponse(after)
+      yield { type: 'text-delta', text: first }
+      await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }))
+    },
+  }
+}
+
 export const contiguous = (events: readonly SessionEvent[]) => events.every((event, i) => event.seq === i)
 export const moved = (events: readonly SessionEvent[]) => events.filter((event) => event.type === 'child/moved').map((event) => (event.data as { reason: string }).reason)
 

@@ -16,6 +16,7 @@ import { defineTool, ScriptedModel, textOf, textResponse, toolCallResponse, type
 import { gate } from '../support/loop-helpers.js'
 import { POOLED, shape, streamedRuns } from '../support/harness.js'
 import { eventOf, expectCancelledMidStream } from '../support/driver-helpers.js'
+import { heldUntilMoved } from '../support/moves.js'
 
 const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
@@ -213,14 +214,7 @@ describe.each(POOLED)('%s transport', (isolation) => {
         pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 },
         ...(isolation === 'process' ? { sandbox: { fsRead: [dir], fsWrite: [dir] } } : {}),
       })
-      let requests = 0
-      host.models.register('held', {
-        async *stream(request) {
-          if (++requests > 1) return yield* textResponse('after the move')
-          yield { type: 'text-delta', text: 'waiting ' }
-          await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }))
-        },
-      })
+      host.models.register('held', heldUntilMoved('waiting ', 'after the move'))
       const mate = await host.spawn.start({ prompt: 'wait', parent, signal: new AbortController().signal, agentOptions: { provider: 'held' } })
       await eventOf(mate, 'assistant/chunk')
       const spinner = await host.spawn.run({ prompt: 'spin later', parent, signal: new AbortController().signal })
