@@ -124,9 +124,9 @@ async function publishChild(host: ProviderHost, provider: string, fork: boolean,
   // Known before the child is built: its host-placed models are metered by it from the first request.
   const budget = new Budget(parentBudget, inherited.limits)
   const built = await build(host, spec, request, budget)
-  // Resumed a microtask after the build's last check: an abort or a close in between still rolls
-  // back. Checked in the same synchronous run as the publication, so nothing lands between.
-  if (tooLate(host, request.signal)) await rollBack(host, request.signal, built)
+  // The transaction's last check, in the same synchronous run as the publication: an abort or a
+  // close lands either before it (rolled back) or after the publication.
+  if (request.signal.aborted || host.closed()) await rollBack(request.signal, built)
   const writer = host.publish(built.mirror)
   built.connect(writer)
   // One run, one child: the run is known by the child's id everywhere (events, tool values).
@@ -209,16 +209,11 @@ async function build(host: ProviderHost, spec: ChildSpec, request: StartRequest,
     if (host.closed()) throw hostClosed('start more subagents')
     throw error
   }
-  const built: Built = { handle, mirror, childMirror, watch, connect: (published) => void (writer = published), dropBudget }
-  if (tooLate(host, signal)) await rollBack(host, signal, built)
-  return built
+  return { handle, mirror, childMirror, watch, connect: (published) => void (writer = published), dropBudget }
 }
 
-/** An abort or a close landed: the child may no longer be published. */
-const tooLate = (host: ProviderHost, signal: AbortSignal): boolean => signal.aborted || host.closed()
-
-/** Undoes the creation transaction (nothing was published) and rejects the start with the reason. */
-async function rollBack(host: ProviderHost, signal: AbortSignal, built: Built): Promise<never> {
+/** Undoes the creation transaction (nothing was published) and rejects the start: aborted, or the host closed. */
+async function rollBack(signal: AbortSignal, built: Built): Promise<never> {
   built.dropBudget()
   await built.handle.rollback()
   throw signal.aborted ? abortedBeforePublication(signal) : hostClosed('start more subagents')
