@@ -5,7 +5,7 @@
  * `streamText` shows each as a preliminary `tool-result`; `generateText` sees only the last.
  */
 import { tool, type Tool } from 'ai'
-import { createSubagentTool, type Host, type SubagentProvider, type SubagentRun, type SubagentToolConfig } from '../index.js'
+import { createSubagentTool, type ContinuableStartRequest, type Host, type HostProvider, type SubagentProvider, type SubagentRun, type SubagentToolConfig } from '../index.js'
 import { inputSchemaOf, render, runTool, toolExecution, type ParentOf } from './as-tool.js'
 
 type Input = { description: string; prompt: string; run_in_background?: boolean }
@@ -52,6 +52,9 @@ function watching(base: SubagentProvider): { provider: SubagentProvider; started
     },
     run: (request) => base.run(request),
   }
+  // A continuable start (backgroundMode 'continuable') goes through as it is: nothing to watch.
+  const { startContinuable } = base as Partial<Pick<HostProvider, 'startContinuable'>>
+  if (typeof startContinuable === 'function') Object.assign(provider, { startContinuable: (request: ContinuableStartRequest) => startContinuable.call(base, request) })
   return { provider, started }
 }
 

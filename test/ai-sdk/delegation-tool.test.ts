@@ -8,6 +8,7 @@ import { jsonSchema } from 'ai'
 import { ScriptedModel, textResponse, toolCallResponse, type Host, type ScriptEntry, type SubagentEndEvent } from 'subagent-worker'
 import { delegationTool, fromLanguageModel, jobTools, type StructuredOf } from 'subagent-worker/ai-sdk'
 import { TRANSPORTS } from '../support/harness.js'
+import { continuablesOf } from '../../dist/parent/driver/continuable/continuables.js'
 import { generate, lastToolOutput, VERSIONS, type Version } from './parents.js'
 import { closeHosts, mockModel, openHost } from './support.js'
 
@@ -136,6 +137,24 @@ describe.each(TRANSPORTS)('delegationTool [%s]', (transport) => {
     // The job settles once its child was disposed: nothing of it is left in host.agents then.
     await host.jobs.wait(jobId)
     noChildren()
+  })
+
+  it("backgroundMode 'continuable': the call starts a continuable child ('started subagent <id>'), which settles with its answer", async () => {
+    const child = scripted([textResponse('continuable answer')])
+    const tools = { subagent: delegationTool(host, { provider: 'spawn', backgroundMode: 'continuable', agentOptions: { provider: child.provider }, parentId: 'ai-sdk-continuable' }) }
+    const settled = new Promise<{ id: string; output: unknown }>((resolve) => {
+      const off = host.on('subagent/settled', (settlement) => {
+        if (settlement.parentId !== 'ai-sdk-continuable') return
+        off()
+        resolve(settlement)
+      })
+    })
+    const run = await generate('ai 6', [call({ prompt: 'keep going' }), { text: 'parent done' }], { prompt: 'delegate', tools })
+    const { id, output } = await settled
+    expect(run.outcomes).toEqual([{ output: `started subagent ${id}` }])
+    expect(output).toEqual([{ type: 'text', text: 'continuable answer' }])
+    const live = continuablesOf(host)?.lookup(id)
+    if (live?.kind === 'live') await live.run.dispose()
   })
 
   it('refuses a config it cannot serve, saying what to do', () => {
