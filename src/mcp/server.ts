@@ -67,6 +67,11 @@ export function mcpServer(host: McpHost, config: McpServerConfig): Server {
   if (toolConfig.agentOptions?.provider === undefined) {
     throw subagentError('ERR_SUBAGENT_ARGUMENT', "mcpServer needs agentOptions.provider (the registered model its children talk to): the connection's parent agent has no model for them to inherit")
   }
+  // A continuable child takes more work by send_message and reports to its parent's session: an
+  // MCP client has neither, so it could never read what the child does after its first answer.
+  if (toolConfig.backgroundMode === 'continuable') {
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', "mcpServer runs one-shot children: an MCP client cannot message a continuable child or read its notices; leave backgroundMode unset or 'one-shot'")
+  }
   const schema = outputSchema === undefined ? undefined : toJsonSchema(outputSchema, { what: 'mcpServer outputSchema' })
   const subagentConfig: SubagentToolConfig = schema === undefined ? toolConfig : structuredConfig(host, toolConfig)
   const tools = new Map<string, Served>()
@@ -107,7 +112,13 @@ class DelegationServer extends Server {
       // After the SDK has aborted the connection's calls (it does so once this returns).
       queueMicrotask(this.#closed)
     }
-    await super.connect(transport)
+    try {
+      await super.connect(transport)
+    } catch (error) {
+      // Refused (already connected, say): that transport's close is not this server's connection's.
+      transport.onclose = theirs
+      throw error
+    }
   }
 }
 

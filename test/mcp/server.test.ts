@@ -1,5 +1,6 @@
 /** mcpServer over the SDK's in-memory transport, with the SDK's own Client: no mock on either side. */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import type { Progress } from '@modelcontextprotocol/sdk/types.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, type Host, type SubagentEndEvent } from 'subagent-worker'
@@ -83,6 +84,18 @@ describe('mcpServer', () => {
     expect(userOnclose).toBe(true)
   })
 
+  it("a second connect the SDK refuses leaves the first connection's jobs alone when its own transport closes", async () => {
+    const { host, client, server } = await serve()
+    const started = await client.callTool({ name: 'subagent', arguments: { description: 'hang', prompt: 'hang', run_in_background: true } })
+    const jobId = textOf(started).split(' ').at(-1)!
+    const [, refused] = InMemoryTransport.createLinkedPair()
+    await expect(server.connect(refused)).rejects.toThrow(/already connected/i)
+    await refused.close()
+    // The first connection still serves, and its job still runs.
+    expect(host.jobs.get(jobId)).toMatchObject({ status: 'running' })
+    expect(textOf(await client.callTool({ name: 'job_list', arguments: {} }))).toBe(`${jobId}  running  hang`)
+  })
+
   it('a child that fails is an error result with the contract\'s text', async () => {
     const { client } = await serve({ agentOptions: { provider: 'no-such-model' } })
     const result = await client.callTool({ name: 'subagent', arguments: { description: 'fail', prompt: 'x' } })
@@ -134,10 +147,12 @@ describe('mcpServer', () => {
     await expect(client.callTool({ name: 'nope', arguments: {} })).rejects.toThrow(/unknown tool "nope": the tools are subagent, job_output, job_kill, job_list/)
   })
 
-  it('refuses a config without the children\'s provider, and an output schema that is not an object', () => {
+  it('refuses a config without the children\'s provider, one with continuable children, and an output schema that is not an object', () => {
     const host = createHost({ isolation: 'inline' })
     open.push({ host, client: { close: async () => {} } as Client })
     expect(() => mcpServer(host, { provider: 'spawn' })).toThrow(/needs agentOptions.provider/)
+    // Refused when it is made, not at every call: an MCP client cannot message a continuable child.
+    expect(() => mcpServer(host, { provider: 'spawn', agentOptions: { provider: 'x' }, backgroundMode: 'continuable' })).toThrow(/mcpServer runs one-shot children/)
     expect(() => mcpServer(host, { provider: 'spawn', agentOptions: { provider: 'x' }, outputSchema: { type: 'string' } })).toThrow(/mcpServer outputSchema must be a JSON Schema object with "type": "object"/)
   })
 })
