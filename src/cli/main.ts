@@ -21,20 +21,31 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   mcp: async (args) => (await import('./mcp.js')).runMcp(args),
 }
 
+const HELP = new Set(['help', '--help', '-h'])
 const run = commands[command]
-if (!run || command === 'help' || command === '--help') {
+if (HELP.has(command)) {
   process.stdout.write(USAGE)
-  process.exitCode = run || command === 'help' || command === '--help' ? 0 : 2
+} else if (!run) {
+  process.stderr.write(`subagent-worker: unknown command "${command}"\n${USAGE}`)
+  process.exitCode = 2
 } else {
   run(rest).catch((error: unknown) => {
-    // A bad command line is the caller's mistake (exit 2, no stack); anything else is a failure (exit 1).
-    if (error instanceof UsageError) {
-      process.stderr.write(`subagent-worker ${command}: ${error.message}\nrun \`subagent-worker ${command} --help\` for the flags\n`)
+    // A bad command line is the caller's mistake (exit 2, no stack): a flag the command refused, or
+    // a value the library's option check refused (it names the option). Anything else is a failure (exit 1).
+    if (error instanceof UsageError || codeOf(error) === 'ERR_SUBAGENT_OPTION') {
+      process.stderr.write(`subagent-worker ${command}: ${(error as Error).message}\nrun \`subagent-worker ${command} --help\` for the flags\n`)
       process.exitCode = 2
       return
     }
-    const why = error instanceof CommandFailure ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)
+    // The library's own errors (a stable code) say what went wrong and what to do: no stack.
+    const why = error instanceof CommandFailure || codeOf(error) !== undefined ? (error as Error).message : error instanceof Error ? (error.stack ?? error.message) : String(error)
     process.stderr.write(`subagent-worker ${command} failed: ${why}\n`)
     process.exitCode = 1
   })
+}
+
+/** The library's error code of `error`, if it is one of its errors. */
+function codeOf(error: unknown): string | undefined {
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined
+  return typeof code === 'string' && code.startsWith('ERR_SUBAGENT_') ? code : undefined
 }

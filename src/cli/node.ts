@@ -73,6 +73,8 @@ export async function runNode(argv: string[]): Promise<void> {
     ...(values.name === undefined ? {} : { name: values.name }),
     ...(values['host-silence-ms'] === undefined ? {} : { hostSilenceMs: whole('--host-silence-ms', values['host-silence-ms']) }),
   }).catch((error: unknown) => {
+    // An option the node refused is the command line's (the cli entry says so, exit 2).
+    if ((error as { code?: unknown } | null)?.code === 'ERR_SUBAGENT_OPTION') throw error
     // Why the node could not start (no Redis, a refused password, a bad module) is its message; a stack says nothing more.
     throw new CommandFailure(error instanceof Error ? error.message : String(error), { cause: error })
   })

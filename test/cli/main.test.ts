@@ -1,0 +1,28 @@
+/** The `subagent-worker` command line as a user meets its mistakes: one clear message, exit 2, no stack. */
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { expect, it } from 'vitest'
+
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
+
+/** Runs the CLI; resolves with its exit code and output, whatever the code. */
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, [CLI, ...args]).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+  )
+}
+
+it('an unknown command says so, with the usage, on stderr: exit 2; -h is help', async () => {
+  const unknown = await cli('bogus')
+  expect(unknown).toMatchObject({ code: 2, stdout: '' })
+  expect(unknown.stderr).toMatch(/^subagent-worker: unknown command "bogus"\nusage: subagent-worker <command>/)
+  expect(await cli('-h')).toMatchObject({ code: 0, stdout: expect.stringMatching(/^usage: subagent-worker <command>/), stderr: '' })
+})
+
+it("a value the library's option check refuses is a bad command line: its message and the --help hint, exit 2, no stack", async () => {
+  const refused = await cli('node', '--redis', 'redis://127.0.0.1:1', '--max-threads', '0')
+  expect(refused).toMatchObject({ code: 2, stdout: '' })
+  expect(refused.stderr).toBe('subagent-worker node: pool.maxThreads must be a whole number from 1 to 1024, not 0\nrun `subagent-worker node --help` for the flags\n')
+}, 30_000)
