@@ -8,6 +8,7 @@
  * of it is read, and its bytes are decoded inside a check; a bad one stops the reader.
  */
 import { deserialize, serialize } from 'node:v8'
+import { messageOf } from './errors.js'
 import { ProtocolError } from './validate.js'
 
 /** The pipe's descriptor in the runner process: the host starts it with stdio[3] a pipe. */
@@ -65,7 +66,7 @@ export class PipeReader {
       try {
         frame = deserialize(body)
       } catch (error) {
-        return this.#break(new ProtocolError(`its bytes cannot be decoded: ${error instanceof Error ? error.message : String(error)}`))
+        return this.#break(new ProtocolError(`its bytes cannot be decoded: ${messageOf(error)}`))
       }
       this.#frame(frame)
     }
