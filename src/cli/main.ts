@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `subagent-worker` command. */
-import { CommandFailure, UsageError } from './terminal/failure.js'
+import { codeOf, CommandFailure, UsageError } from './terminal/failure.js'
 
 const USAGE = `usage: subagent-worker <command>
 
@@ -42,10 +42,4 @@ if (HELP.has(command)) {
     process.stderr.write(`subagent-worker ${command} failed: ${why}\n`)
     process.exitCode = 1
   })
-}
-
-/** The library's error code of `error`, if it is one of its errors. */
-function codeOf(error: unknown): string | undefined {
-  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined
-  return typeof code === 'string' && code.startsWith('ERR_SUBAGENT_') ? code : undefined
 }

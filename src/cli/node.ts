@@ -1,6 +1,6 @@
 /** `subagent-worker node`: a worker node serving a BullMQ queue until SIGTERM or SIGINT. */
 import { parseArgs } from 'node:util'
-import { CommandFailure, UsageError } from './terminal/failure.js'
+import { codeOf, CommandFailure, UsageError } from './terminal/failure.js'
 import { subagentError } from '../protocol/errors.js'
 
 export const NODE_USAGE = `usage: subagent-worker node --redis URL [--queue NAME] [--max-threads N]
@@ -74,7 +74,7 @@ export async function runNode(argv: string[]): Promise<void> {
     ...(values['host-silence-ms'] === undefined ? {} : { hostSilenceMs: whole('--host-silence-ms', values['host-silence-ms']) }),
   }).catch((error: unknown) => {
     // An option the node refused is the command line's (the cli entry says so, exit 2).
-    if ((error as { code?: unknown } | null)?.code === 'ERR_SUBAGENT_OPTION') throw error
+    if (codeOf(error) === 'ERR_SUBAGENT_OPTION') throw error
     // Why the node could not start (no Redis, a refused password, a bad module) is its message; a stack says nothing more.
     throw new CommandFailure(error instanceof Error ? error.message : String(error), { cause: error })
   })

@@ -8,3 +8,9 @@ export class UsageError extends Error {
 export class CommandFailure extends Error {
   override readonly name = 'CommandFailure'
 }
+
+/** The library's error code of `error`, if it is one of its errors (a code says what went wrong and what to do: no stack). */
+export function codeOf(error: unknown): string | undefined {
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined
+  return typeof code === 'string' && code.startsWith('ERR_SUBAGENT_') ? code : undefined
+}
