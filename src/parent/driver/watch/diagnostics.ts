@@ -245,11 +245,16 @@ export class ChildDiagnostics {
     channels.step.publish(message)
   }
 
+  /** The running step ends without a message: `error` says why. */
+  #failStep(startTime: number, endTime: number, error: string): void {
+    if (channels.step.hasSubscribers) channels.step.publish(this.#with({ phase: 'end', step: this.#steps, startTime, endTime, error }) satisfies StepMessage)
+  }
+
   /** The child left a runner that went: a request it was waiting on ends here and is made again, a new step. */
   #moved(now: number): void {
     const state = this.#state
     if (state.kind !== 'step') return
-    if (state.announced && channels.step.hasSubscribers) channels.step.publish(this.#with({ phase: 'end', step: this.#steps, startTime: state.startTime, endTime: now, error: 'moved' }) satisfies StepMessage)
+    if (state.announced) this.#failStep(state.startTime, now, 'moved')
     this.#state = { kind: 'step', startTime: now, announced: false }
   }
 
@@ -265,7 +270,7 @@ export class ChildDiagnostics {
       for (const [callId, call] of state.calls) this.#endCall(callId, call, now, { error: error ?? 'unanswered' })
     } else if (state.kind === 'step' && (error === 'error' || error === 'aborted')) {
       this.#announce()
-      if (channels.step.hasSubscribers) channels.step.publish(this.#with({ phase: 'end', step: this.#steps, startTime: state.startTime, endTime: now, error }) satisfies StepMessage)
+      this.#failStep(state.startTime, now, error)
     }
   }
 
