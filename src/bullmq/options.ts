@@ -10,9 +10,14 @@ export function checkedPlace(options: unknown, what: string, keys: ReadonlySet<s
     if (!keys.has(key)) throw new InvalidOptionError(key, (options as Record<string, unknown>)[key], `${known} (${[...keys].join(', ')})`)
   }
   const { connection, queue = DEFAULT_QUEUE } = options as { connection?: unknown; queue?: unknown }
-  if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null)) {
-    throw new InvalidOptionError('connection', connection, 'a redis:// or rediss:// URL, or ioredis options ({ host, port, password, tls })')
+  if (typeof connection === 'string' ? !isRedisUrl(connection) : typeof connection !== 'object' || connection === null) {
+    throw new InvalidOptionError('connection', connection, 'a redis:// or rediss:// URL, or ioredis options ({ host, port, password, tls, or path for a socket })')
   }
   if (!validQueueName(queue)) throw new InvalidOptionError('queue', queue, 'a queue name of 1 to 100 letters, digits, dots, dashes or underscores')
   return { connection: connection as RedisConnection, queue }
+}
+
+/** ioredis reads any other string as a socket path, so `http://host` or `host:6379` would fail late, as a missing file. */
+function isRedisUrl(text: string): boolean {
+  return URL.canParse(text) && ['redis:', 'rediss:'].includes(new URL(text).protocol)
 }

@@ -17,6 +17,9 @@ describe('bullmqTransport options', () => {
   it.each([
     [{}, 'connection', 'connection must be a redis:// or rediss:// URL, or ioredis options'],
     [{ connection: 6379 }, 'connection', 'connection must be a redis:// or rediss:// URL, or ioredis options'],
+    // ioredis would take these for socket paths and fail late, as a missing file.
+    [{ connection: 'http://127.0.0.1:6379' }, 'connection', 'connection must be a redis:// or rediss:// URL, or ioredis options'],
+    [{ connection: '127.0.0.1:6379' }, 'connection', 'connection must be a redis:// or rediss:// URL, or ioredis options'],
     [{ connection: 'redis://x', queue: 'a:b' }, 'queue', 'queue must be a queue name of 1 to 100 letters, digits, dots, dashes or underscores, not "a:b"'],
     [{ connection: 'redis://x', redisTimeoutMs: 0 }, 'redisTimeoutMs', 'redisTimeoutMs must be a whole number from 1 to'],
     [{ connection: 'redis://x', nodeSilenceMs: 10 }, 'nodeSilenceMs', 'nodeSilenceMs must be a whole number from 500 to'],
