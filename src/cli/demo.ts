@@ -19,6 +19,7 @@ import {
   type StreamChunk,
   type SubagentResult,
 } from '../index.js'
+import { UsageError } from './terminal/failure.js'
 import { clip, ms, styleFor, table } from './terminal/format.js'
 
 const MODULE = new URL('./demo-module.js', import.meta.url)
@@ -128,7 +129,15 @@ async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setTimeout(resolve, 10))
 }
 
-export async function runDemo(): Promise<void> {
+export const DEMO_USAGE = `usage: subagent-worker demo
+
+Runs ${DOCUMENTS} document delegations, a runaway, a crash and a fork on worker threads with the
+built-in scripted model (no key, no network), then the same delegations inline. It takes no flags.
+`
+
+export async function runDemo(args: string[]): Promise<void> {
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return void process.stdout.write(DEMO_USAGE)
+  if (args.length > 0) throw new UsageError(`the demo takes no arguments, not "${args.join(' ')}"`)
   const out = process.stdout
   const style = styleFor(out)
   const live = Boolean(process.stderr.isTTY)

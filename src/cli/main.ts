@@ -15,7 +15,7 @@ const [command = 'demo', ...rest] = process.argv.slice(2)
 // Each command is loaded on demand: a node or an MCP server does not load the bench's harness, and
 // bullmq and ioredis (optional peers) are loaded by the node command alone.
 const commands: Record<string, (args: string[]) => Promise<void>> = {
-  demo: async () => (await import('./demo.js')).runDemo(),
+  demo: async (args) => (await import('./demo.js')).runDemo(args),
   bench: async (args) => (await import('./bench/index.js')).runBench(args),
   node: async (args) => (await import('./node.js')).runNode(args),
   mcp: async (args) => (await import('./mcp.js')).runMcp(args),

@@ -26,3 +26,16 @@ it("a value the library's option check refuses is a bad command line: its messag
   expect(refused).toMatchObject({ code: 2, stdout: '' })
   expect(refused.stderr).toBe('subagent-worker node: pool.maxThreads must be a whole number from 1 to 1024, not 0\nrun `subagent-worker node --help` for the flags\n')
 }, 30_000)
+
+it('the demo takes no arguments: --help says what it does, anything else is a bad command line', async () => {
+  expect(await cli('demo', '--help')).toMatchObject({ code: 0, stdout: expect.stringMatching(/^usage: subagent-worker demo\n/), stderr: '' })
+  const refused = await cli('demo', '--quick')
+  expect(refused).toMatchObject({ code: 2, stdout: '' })
+  expect(refused.stderr).toBe('subagent-worker demo: the demo takes no arguments, not "--quick"\nrun `subagent-worker demo --help` for the flags\n')
+})
+
+it('a --redis that is not a redis:// URL is refused at once (ioredis would read it as a socket path): exit 2', async () => {
+  const refused = await cli('node', '--redis', 'http://127.0.0.1:6379')
+  expect(refused).toMatchObject({ code: 2, stdout: '' })
+  expect(refused.stderr).toMatch(/^subagent-worker node: connection must be a redis:\/\/ or rediss:\/\/ URL, or ioredis options/)
+}, 30_000)
