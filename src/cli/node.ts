@@ -1,4 +1,7 @@
 /** `subagent-worker node`: a worker node serving a BullMQ queue until SIGTERM or SIGINT. */
+import { existsSync } from 'node:fs'
+import { isAbsolute } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { codeOf, CommandFailure, UsageError } from './terminal/failure.js'
 import { subagentError } from '../protocol/errors.js'
@@ -57,6 +60,11 @@ export async function runNode(argv: string[]): Promise<void> {
   }
   if (values.help) return void process.stdout.write(NODE_USAGE)
   if (!values.redis) throw new UsageError('--redis URL is required (for example --redis redis://127.0.0.1:6379)')
+  // A node loads its modules only when a host's child asks, so a mistyped path would show up then, on the host.
+  for (const module of values['agent-module'] ?? []) {
+    const path = module.startsWith('file:') ? URL.canParse(module) ? safePath(new URL(module)) : undefined : isAbsolute(module) ? module : undefined
+    if (path !== undefined && !existsSync(path)) throw new UsageError(`--agent-module ${module}: no such file`)
+  }
   const { startNode } = await loadBullmq()
   const shutdownMs = whole('--shutdown-ms', values['shutdown-ms']) ?? 10_000
   const node = await startNode({
@@ -89,6 +97,15 @@ export async function runNode(argv: string[]): Promise<void> {
     process.on('SIGTERM', stop)
     process.on('SIGINT', stop)
   })
+}
+
+/** A file URL's path, or undefined where it has none here (a host part on POSIX): the library's option check names that. */
+function safePath(url: URL): string | undefined {
+  try {
+    return fileURLToPath(url)
+  } catch {
+    return undefined
+  }
 }
 
 function parse(argv: string[]) {

@@ -39,3 +39,9 @@ it('a --redis that is not a redis:// URL is refused at once (ioredis would read 
   expect(refused).toMatchObject({ code: 2, stdout: '' })
   expect(refused.stderr).toMatch(/^subagent-worker node: connection must be a redis:\/\/ or rediss:\/\/ URL, or ioredis options/)
 }, 30_000)
+
+it('a node given an agent module that is not there says so at once, not when a host first asks: exit 2', async () => {
+  const refused = await cli('node', '--redis', 'redis://127.0.0.1:1', '--agent-module', '/nonexistent/agent.js')
+  expect(refused).toMatchObject({ code: 2, stdout: '' })
+  expect(refused.stderr).toBe('subagent-worker node: --agent-module /nonexistent/agent.js: no such file\nrun `subagent-worker node --help` for the flags\n')
+}, 30_000)
