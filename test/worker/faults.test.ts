@@ -6,7 +6,7 @@
 import { getPriority } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import { eventOf } from '../support/driver-helpers.js'
+import { eventOf, eventsUntil } from '../support/driver-helpers.js'
 import { POOLED } from '../support/harness.js'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
 import { RUNNER_YOUNG_GENERATION_MB } from '../../dist/parent/runners/endpoints/worker-thread.js'
@@ -184,6 +184,31 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     expect(siblingResult).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'after the move' }] })
     const moves = host.agents.get(sibling.id)!.session.events.filter((e) => e.type === 'child/moved')
     expect(moves).toEqual([expect.objectContaining({ data: { reason: expect.stringContaining(`sibling subagent ${spinning.id}`) } })])
+    await Promise.all([spinning.dispose(), sibling.dispose()])
+  })
+
+  it('a moved child no model reported usage for ends with no totalUsage (CONTRACT.md §12: absent when none reported any)', async () => {
+    const { host, parent } = workerHost(['hang', toolCallResponse('c1', 'spin', {}), 'hang'], {
+      pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 },
+    })
+    const held = new AbortController()
+    const sibling = await host.spawn.start({ prompt: 'wait', parent, signal: held.signal })
+    await eventOf(sibling, 'assistant/chunk')
+    const stuck = new AbortController()
+    const spinning = await host.spawn.start({ prompt: 'spin', parent, signal: stuck.signal })
+    await untilToolRuns(spinning)
+    stuck.abort()
+    await spinning.result
+    // Moved, its request made again: it streams 'partial' once more and holds until aborted.
+    await eventsUntil(sibling, 'the request made again', (events) => {
+      const moved = events.findIndex((e) => e.type === 'child/moved')
+      return moved >= 0 && events.slice(moved).some((e) => e.type === 'assistant/chunk')
+    })
+    held.abort()
+    const result = await sibling.result
+    expect(result.stopReason).toBe('aborted')
+    expect(result).not.toHaveProperty('usage')
+    expect(result).not.toHaveProperty('totalUsage')
     await Promise.all([spinning.dispose(), sibling.dispose()])
   })
 

@@ -150,7 +150,9 @@ export class Budget {
     // steps are what the session holds.
     if (event.type === 'child/moved') {
       this.#servedSteps = this.#reportedSteps
-      this.#spend(() => void (this.#served = this.#reported))
+      // Only a count the served usage raised changes: a child no model reported usage for still has none (§12).
+      if (tokens(this.#served) > tokens(this.#reported)) this.#spend(() => void (this.#served = this.#reported))
+      else this.#served = this.#reported
     }
     if (event.type !== 'assistant/message') return
     this.#reportedSteps++
