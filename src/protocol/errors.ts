@@ -52,6 +52,8 @@ const KINDS = {
   ERR_SUBAGENT_ABORTED: 'error',
   /** A turn asked of an agent already disposed, or a message sent to a continuable child already disposed. */
   ERR_SUBAGENT_DISPOSED: 'error',
+  /** A child's delegation depth would leave the safe-integer range (a RangeError, as CONTRACT.md §1 names it). */
+  ERR_SUBAGENT_DEPTH_RANGE: 'range',
   /** A continuable child asked for what it cannot have (an outputSchema). */
   ERR_SUBAGENT_CONTINUABLE: 'type',
   /** Releasing a finished subagent (its dispose) failed. */
@@ -102,7 +104,7 @@ const KINDS = {
   ERR_SUBAGENT_SESSION_LIVE: 'error',
   ERR_SUBAGENT_MODEL_ENDPOINT: 'error',
   ERR_SUBAGENT_RUNNER_LOST: 'error',
-} as const satisfies Record<`ERR_SUBAGENT_${string}`, 'error' | 'type'>
+} as const satisfies Record<`ERR_SUBAGENT_${string}`, 'error' | 'type' | 'range'>
 
 export type SubagentErrorCode = keyof typeof KINDS
 
@@ -131,11 +133,12 @@ export class SubagentError<C extends SubagentErrorCode = SubagentErrorCode> exte
     this.code = code
   }
 
-  // A TypeError kind cannot extend this class (a caller's `instanceof TypeError` must hold), so
-  // `instanceof SubagentError` also accepts SubagentTypeError's; a subclass keeps the plain check.
+  // A TypeError or RangeError kind cannot extend this class (a caller's `instanceof TypeError` must
+  // hold), so `instanceof SubagentError` also accepts theirs; a subclass keeps the plain check.
   static override [Symbol.hasInstance](value: unknown): boolean {
     const object = value as object
-    return this.prototype.isPrototypeOf(object) || (this === SubagentError && SubagentTypeError.prototype.isPrototypeOf(object))
+    if (this.prototype.isPrototypeOf(object)) return true
+    return this === SubagentError && (SubagentTypeError.prototype.isPrototypeOf(object) || SubagentRangeError.prototype.isPrototypeOf(object))
   }
 }
 
@@ -149,9 +152,21 @@ export class SubagentTypeError<C extends SubagentErrorCode = SubagentErrorCode> 
   }
 }
 
+/** The base of the RangeError kinds: `instanceof RangeError` and `instanceof SubagentError` both hold. */
+export class SubagentRangeError<C extends SubagentErrorCode = SubagentErrorCode> extends RangeError {
+  readonly code: C
+
+  constructor(code: C, message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.code = code
+  }
+}
+
 /** The one factory: the code says which class the error is. */
-export function subagentError(code: FactoryCode, message: string, options?: ErrorOptions): SubagentError | SubagentTypeError {
-  return KINDS[code] === 'type' ? new SubagentTypeError(code, message, options) : new SubagentError(code, message, options)
+export function subagentError(code: FactoryCode, message: string, options?: ErrorOptions): SubagentError | SubagentTypeError | SubagentRangeError {
+  const kind: 'error' | 'type' | 'range' = KINDS[code]
+  if (kind === 'type') return new SubagentTypeError(code, message, options)
+  return kind === 'range' ? new SubagentRangeError(code, message, options) : new SubagentError(code, message, options)
 }
 
 /** A start on a remote queue no live node serves (CONTRACT.md §10), found after waiting `waitedMs`, past `placementTimeoutMs`. */

@@ -275,6 +275,8 @@ describe.each(TRANSPORTS)('§1 start: delegation depth [%s]', (transport) => {
     const error = await rejectionOf(fx.host.spawn.start({ prompt: 'hi', parent, signal: signal() }))
     expect(error).toBeInstanceOf(RangeError)
     expect(error.message).toBe(SAFE_RANGE_MESSAGE)
+    // Every error the library throws carries a stable code (docs/design.md).
+    expect(error).toMatchObject({ name: 'RangeError', code: 'ERR_SUBAGENT_DEPTH_RANGE' })
     await expectNothingPublished(fx, { store: fx.store, agents: [fx.parent.id] })
   })
 

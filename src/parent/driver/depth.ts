@@ -31,7 +31,7 @@ function depthOf(agent: AgentView): number {
 
 export function childDepthOf(parent: AgentView, maxDepth: number | undefined): number {
   const depth = depthOf(parent) + 1
-  if (!Number.isSafeInteger(depth)) throw new RangeError('subagent child depth exceeds the safe-integer range')
+  if (!Number.isSafeInteger(depth)) throw subagentError('ERR_SUBAGENT_DEPTH_RANGE', 'subagent child depth exceeds the safe-integer range')
   if (maxDepth !== undefined && depth > maxDepth) throw new SubagentDepthError(depth, maxDepth)
   return depth
 }
