@@ -145,7 +145,8 @@ class ChildSpans {
   #parentOf(m: ChildStartMessage): Context {
     if (m.parentCallId !== undefined) {
       const parent = this.#agents.get(m.parentId)
-      if (parent) return this.#openTool(m.parentId, m.parentCallId, 'subagent', m.startTime, parent.child).context
+      // Its name is the call's own; 'subagent', the tool's default name, only until the call's start comes.
+      if (parent) return (this.#tools.get(`${m.parentId}\0${m.parentCallId}`) ?? this.#openTool(m.parentId, m.parentCallId, 'subagent', m.startTime, parent.child)).context
     }
     return this.#agents.get(m.parentId)?.context ?? context.active()
   }

@@ -118,6 +118,20 @@ describe.each(TRANSPORTS)('%s transport: OpenTelemetry spans', (transport) => {
   })
 })
 
+describe.each(TRANSPORTS)('%s transport: a delegation tool of another name', (transport) => {
+  it('its execute_tool span keeps the tool\'s own name, and the nested child is under it', async () => {
+    const { exporter } = tracing()
+    const fx = setup(transport, [toolCallResponse('d1', 'delegate', { description: 'inner', prompt: 'go on' }), textResponse('inner answer'), textResponse('top answer')])
+    fx.host.tools.register(createSubagentTool(fx.host, { provider: 'spawn', toolName: 'delegate' }))
+    expect((await fx.host.spawn.run({ prompt: 'go', parent: fx.parent, signal: signal(), label: 'top' })).stopReason).toBe('completed')
+    const spans = exporter.getFinishedSpans()
+    expect(byName(spans, 'execute_tool subagent')).toEqual([])
+    const [call] = byName(spans, 'execute_tool delegate')
+    expect(call!.attributes).toMatchObject({ 'gen_ai.tool.name': 'delegate', 'gen_ai.tool.call.id': 'd1' })
+    expect(parentOf(byName(spans, 'invoke_agent inner')[0]!)).toBe(call!.spanContext().spanId)
+  })
+})
+
 describe('instrument options', () => {
   it('captureContent: true records tool arguments and results, and the messages of each step', async () => {
     const { exporter } = tracing(true)
