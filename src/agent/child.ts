@@ -29,15 +29,15 @@ function identitySections(spec: ChildSpec): PromptSection[] {
 }
 
 /**
- * The system prompt `composeChild` gives a child, from its spec and the host tools it can see
- * (their guidance): what a host serving the child's model calls sends, whatever prompt its runner
- * put in the request.
+ * The system prompt `composeChild` gives a child, from its spec and the tools a request lists that
+ * it can see (their guidance): what a host serving the child's model calls sends, whatever prompt
+ * its runner put in the request.
  */
-export function childSystemPrompt(spec: ChildSpec, visibleHostTools: Iterable<ToolDefinition> = []): string {
+export function childSystemPrompt(spec: ChildSpec, visibleTools: Iterable<ToolDefinition> = []): string {
   const prompt = new PromptSections()
   for (const section of identitySections(spec)) prompt.set(section)
   if (spec.outputSchema) prompt.set(STRUCTURED_OUTPUT_SECTION)
-  return prompt.render(guidanceSections(visibleHostTools))!
+  return prompt.render(guidanceSections(visibleTools))!
 }
 
 /** `view` is what the child's tools and hooks see of it (the host's view, where there is one). */

@@ -160,4 +160,9 @@ export interface PoolOptions {
 export interface Placement {
   models: ReadonlyMap<string, Model>
   tools: ReadonlyMap<string, ToolDefinition>
+  /**
+   * The agent module's tools as the host loaded the module: the guidance a child's system prompt
+   * carries for those it sees is the host's to write (what a runner says of them is not read).
+   */
+  moduleTools: ReadonlyMap<string, ToolDefinition>
 }

@@ -23,6 +23,19 @@ describe.each(TRANSPORTS)('transport parity [%s]', (transport) => {
     await run.dispose()
   })
 
+  it("a host model is told the guidance of every tool the child sees, the module's and the host's, on every transport (CONTRACT.md §2a)", async () => {
+    const fx = setup(transport, [textResponse('done')], { agentModule: PARITY_MODULE })
+    fx.host.tools.register(defineTool({ name: 'hosted', description: 'A host tool.', guidance: 'HOST GUIDANCE: hosted is on the host.', parameters: { type: 'object' }, execute: () => 'ok' }))
+    const filtered = setup(transport, [textResponse('done')], { agentModule: PARITY_MODULE })
+    expect((await fx.host.spawn.run({ prompt: 'x', parent: fx.parent, signal: signal() })).stopReason).toBe('completed')
+    expect((await filtered.host.spawn.run({ prompt: 'x', parent: filtered.parent, signal: signal(), toolFilter: { deny: ['guided'] } })).stopReason).toBe('completed')
+    const system = fx.model.requests[0]!.system!
+    expect(system).toContain('MODULE GUIDANCE: call guided before answering.')
+    expect(system.indexOf('HOST GUIDANCE: hosted is on the host.')).toBeLessThan(system.indexOf('MODULE GUIDANCE'))
+    // A tool the child does not see tells it nothing.
+    expect(filtered.model.requests[0]!.system!).not.toContain('MODULE GUIDANCE')
+  })
+
   it('an afterTool result that is not plain, known data becomes a FAILED result on every transport', async () => {
     const { host, parent } = setup(transport, [toolCallResponse('c', 'echo', { badHook: true }), textResponse('done')])
     host.tools.register(defineTool({ name: 'echo', description: 'echo', parameters: { type: 'object' }, execute: () => 'ok' }))

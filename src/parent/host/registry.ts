@@ -23,6 +23,8 @@ export class HostRegistry {
   readonly #models = new Map<string, Model>()
   readonly #tools = new Map<string, ToolDefinition>()
   #module: AgentModule = {}
+  /** The module's tools by name, once it is loaded: every child's placement shares the one map. */
+  #moduleTools: ReadonlyMap<string, ToolDefinition> = new Map()
 
   constructor(moduleUrl: URL | undefined, maxParallelToolCalls: number) {
     const hooks: AgentHooks = {}
@@ -64,7 +66,7 @@ export class HostRegistry {
   /** What a child on a runner may call on the host, as registered now; its host models count against `budget` (the host meters what it serves itself). */
   placement(budget: Budget | undefined): Placement {
     const models = new Map([...this.#models].map(([name, model]) => [name, budget ? new MeteredModel(model, () => budget.meter()) : model]))
-    return { models, tools: new Map(this.#tools) }
+    return { models, tools: new Map(this.#tools), moduleTools: this.#moduleTools }
   }
 
   /** What an inline child runs with: a snapshot of the host's and the module's models and tools. */
@@ -88,6 +90,7 @@ export class HostRegistry {
       if (this.#tools.has(tool.name)) throw subagentError('ERR_SUBAGENT_DUPLICATE', `tool "${tool.name}" is registered on the host and in the agent module: give one of them another name`)
     }
     this.#module = module
+    this.#moduleTools = new Map((module.tools ?? []).map((tool) => [tool.name, tool]))
     Object.assign(hooks, module.hooks)
   }
 }

@@ -6,7 +6,8 @@
  * own in what it costs, what the model is told and what it reads: its model id, its `maxTokens`
  * and the system prompt come from the spec the host holds, and the conversation from the host's
  * own copy of the child's session (the events the host checked, in the order the runner recorded
- * them, which is the order the loop reads them in). The runner says only which tools it sees.
+ * them, which is the order the loop reads them in). The runner says only which tools it sees
+ * (their guidance is the host's: of its own tools, and of the module's as the host loaded it).
  * The model's text deltas the host records itself, each as the model streams it (the RPC server
  * holds them for the runner until the call's result): the runner records each as it arrives and
  * does not send it back, so no runner can put words in the model's stream either.
@@ -54,6 +55,8 @@ export class HostCalls implements RpcHandlers {
   readonly #child: CallingChild
   readonly #conversation: Conversation
   #system: string | undefined
+  /** The guided tools `#system` was rendered with. */
+  #systemKey = ''
 
   constructor(child: CallingChild) {
     this.#child = child
@@ -68,8 +71,9 @@ export class HostCalls implements RpcHandlers {
     const model = placement.models.get(provider)
     if (!model) throw subagentError('ERR_SUBAGENT_UNKNOWN_NAME', `no host model is registered under "${provider}": register it with host.models.register() before the child starts`)
     // Read now, as the call arrives: the events before it in the runner's record, and no later one.
-    const request: ModelRequest = { model: spec.options.model ?? provider, system: this.#systemPrompt(), messages: this.#conversation.messages(), signal }
-    if (tools) request.tools = schemasOf(tools, this.#child.moduleTools())
+    const schemas = tools && schemasOf(tools, this.#child.moduleTools())
+    const request: ModelRequest = { model: spec.options.model ?? provider, system: this.#systemPrompt(schemas), messages: this.#conversation.messages(), signal }
+    if (schemas) request.tools = schemas
     if (spec.options.maxTokens !== undefined) request.maxTokens = spec.options.maxTokens
     // Metered here, where every chunk is read anyway, and not by the metered model's own iterator.
     const metered = model instanceof MeteredModel ? model : undefined
@@ -108,15 +112,33 @@ export class HostCalls implements RpcHandlers {
 
   /** A host tool the child sees: registered when it was created, and let through its filter. */
   #visible(name: string): ToolDefinition | undefined {
-    const { placement, spec } = this.#child
-    const tool = placement.tools.get(name)
-    const { allow, deny } = spec.toolFilter ?? {}
-    return tool && (!allow || allow.includes(name)) && !deny?.includes(name) ? tool : undefined
+    const tool = this.#child.placement.tools.get(name)
+    return tool && this.#passes(name) ? tool : undefined
   }
 
-  #systemPrompt(): string {
+  #passes(name: string): boolean {
+    const { allow, deny } = this.#child.spec.toolFilter ?? {}
+    return (!allow || allow.includes(name)) && !deny?.includes(name)
+  }
+
+  /**
+   * The child's system prompt for a call listing `tools`, as its loop renders it inline: the
+   * guidance of each tool listed that it sees, in the call's order, a host tool's and a module
+   * tool's alike, each as the host has it. Most calls list the same guided tools as the last one.
+   */
+  #systemPrompt(tools: readonly ToolSchema[] | undefined): string {
     const { spec, placement } = this.#child
-    return (this.#system ??= childSystemPrompt(spec, [...placement.tools.keys()].flatMap((name) => this.#visible(name) ?? [])))
+    const guided: ToolDefinition[] = []
+    for (const { name } of tools ?? []) {
+      const tool = placement.tools.get(name) ?? placement.moduleTools.get(name)
+      if (tool?.guidance && this.#passes(name)) guided.push(tool)
+    }
+    const key = guided.map((tool) => tool.name).join('\0')
+    if (this.#system === undefined || this.#systemKey !== key) {
+      this.#system = childSystemPrompt(spec, guided)
+      this.#systemKey = key
+    }
+    return this.#system
   }
 }
 
