@@ -4,7 +4,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import { defineTool, STRUCTURED_OUTPUT_TOOL, textResponse, toolCallResponse, type ToolResultData } from 'subagent-worker'
+import { defineTool, STRUCTURED_OUTPUT_TOOL, textResponse, toolCallResponse, toolCallsResponse, ToolError, type ToolResultData } from 'subagent-worker'
 import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
 import { eventOf } from '../support/driver-helpers.js'
 
@@ -34,6 +34,29 @@ describe.each(TRANSPORTS)('transport parity [%s]', (transport) => {
     expect(system.indexOf('HOST GUIDANCE: hosted is on the host.')).toBeLessThan(system.indexOf('MODULE GUIDANCE'))
     // A tool the child does not see tells it nothing.
     expect(filtered.model.requests[0]!.system!).not.toContain('MODULE GUIDANCE')
+  })
+
+  it('a tool value its render cannot write is a FAILED result and the turn goes on, a host tool\'s and a module tool\'s alike (CONTRACT.md §2a)', async () => {
+    const fx = setup(transport, [toolCallsResponse([{ id: 'h', name: 'big_host', args: {} }, { id: 'm', name: 'big_value', args: {} }, { id: 'r', name: 'bad_render', args: {} }]), textResponse('done')], { agentModule: PARITY_MODULE })
+    fx.host.tools.register(defineTool({ name: 'big_host', description: 'BigInt', parameters: { type: 'object' }, execute: () => 2n }))
+    fx.host.tools.register(defineTool({ name: 'bad_render', description: 'render throws', parameters: { type: 'object' }, execute: () => 'v', render: () => { throw new Error('render boom') } }))
+    const run = await fx.host.spawn.start({ prompt: 'x', parent: fx.parent, signal: signal() })
+    expect(await run.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'done' }] })
+    expect(toolResults(fx.host.agents.get(run.id)!.session.events)).toEqual([
+      { callId: 'h', name: 'big_host', isError: true, code: 'FAILED', content: [{ type: 'text', text: 'tool "big_host" failed: Do not know how to serialize a BigInt' }] },
+      { callId: 'm', name: 'big_value', isError: true, code: 'FAILED', content: [{ type: 'text', text: 'tool "big_value" failed: Do not know how to serialize a BigInt' }] },
+      { callId: 'r', name: 'bad_render', isError: true, code: 'FAILED', content: [{ type: 'text', text: 'tool "bad_render" failed: render boom' }] },
+    ])
+    await run.dispose()
+  })
+
+  it('a ToolError of a code no tool result has reads as a plain failure with its own text, on every transport', async () => {
+    const fx = setup(transport, [toolCallResponse('c', 'odd_code', {}), textResponse('done')])
+    fx.host.tools.register(defineTool({ name: 'odd_code', description: 'odd code', parameters: { type: 'object' }, execute: () => { throw new ToolError('no such thing', 'BOGUS' as never) } }))
+    const run = await fx.host.spawn.start({ prompt: 'x', parent: fx.parent, signal: signal() })
+    expect((await run.result).stopReason).toBe('completed')
+    expect(toolResults(fx.host.agents.get(run.id)!.session.events)).toEqual([{ callId: 'c', name: 'odd_code', isError: true, code: 'FAILED', content: [{ type: 'text', text: 'no such thing' }] }])
+    await run.dispose()
   })
 
   it('an afterTool result that is not plain, known data becomes a FAILED result on every transport', async () => {

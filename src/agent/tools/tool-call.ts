@@ -7,6 +7,7 @@
 import type { ContentBlock } from '../../protocol/shapes/content.js'
 import { MAX_VALUE_DEPTH, withinDepth } from '../../protocol/values.js'
 import { messageOf } from '../../protocol/errors.js'
+import { isToolErrorCode } from '../../protocol/validators.js'
 import { argumentValidator, describeErrors } from './schema.js'
 import { ToolError, type ToolDefinition, type ToolExecution } from './tools.js'
 
@@ -72,7 +73,13 @@ export async function runToolCall(tool: ToolDefinition, args: unknown, exec: Too
   const refusal = refusalOf(tool, args, delegated)
   if (refusal) return { ok: false, error: refusal }
   const executed = await executeTool(tool, args, exec)
-  return executed.ok ? { ok: true, ...renderToolValue(tool, executed.value) } : { ok: false, error: executed.error }
+  if (!executed.ok) return { ok: false, error: executed.error }
+  // A value its render (or JSON) cannot write is the tool's failure, as a throw is: the turn goes on.
+  try {
+    return { ok: true, ...renderToolValue(tool, executed.value) }
+  } catch (thrown) {
+    return { ok: false, error: failed(tool.name, thrown) }
+  }
 }
 
 /** Executes an admitted call; its value must be bounded, since it is recorded or crosses a boundary. */
@@ -81,8 +88,14 @@ export async function executeTool<Args>(tool: ToolDefinition<Args>, args: unknow
     const value = await tool.execute(args as Args, exec)
     return withinDepth(value) ? { ok: true, value } : { ok: false, error: valueTooDeep(tool.name) }
   } catch (thrown) {
-    return { ok: false, error: thrown instanceof ToolError ? thrown : new ToolError(`tool "${tool.name}" failed: ${thrownText(thrown)}`), thrown }
+    // A ToolError's text is the model's to read as it is; a code it may not carry is a plain failure's.
+    const error = thrown instanceof ToolError ? (isToolErrorCode(thrown.code) ? thrown : new ToolError(thrown.message)) : failed(tool.name, thrown)
+    return { ok: false, error, thrown }
   }
+}
+
+function failed(name: string, thrown: unknown): ToolError {
+  return new ToolError(`tool "${name}" failed: ${thrownText(thrown)}`)
 }
 
 /** A tool value too deep to be recorded or to cross a boundary. */
