@@ -50,6 +50,17 @@ describe.each(TRANSPORTS)('transport parity [%s]', (transport) => {
     await run.dispose()
   })
 
+  it('two calls of one step with the same id are two runs, each with its own result, on every transport (CONTRACT.md §2a)', async () => {
+    const fx = setup(transport, [toolCallsResponse([{ id: 'd', name: 'count', args: { n: 1 } }, { id: 'd', name: 'count', args: { n: 2 } }]), textResponse('done')])
+    const runs: number[] = []
+    fx.host.tools.register(defineTool({ name: 'count', description: 'count', parameters: { type: 'object', properties: { n: { type: 'number' } } }, execute: ({ n }: { n: number }) => (runs.push(n), `run ${n}`) }))
+    const run = await fx.host.spawn.start({ prompt: 'x', parent: fx.parent, signal: signal() })
+    expect((await run.result).stopReason).toBe('completed')
+    expect(runs.sort()).toEqual([1, 2])
+    expect(toolResults(fx.host.agents.get(run.id)!.session.events).map((r) => r.content)).toEqual([[{ type: 'text', text: 'run 1' }], [{ type: 'text', text: 'run 2' }]])
+    await run.dispose()
+  })
+
   it('a ToolError of a code no tool result has reads as a plain failure with its own text, on every transport', async () => {
     const fx = setup(transport, [toolCallResponse('c', 'odd_code', {}), textResponse('done')])
     fx.host.tools.register(defineTool({ name: 'odd_code', description: 'odd code', parameters: { type: 'object' }, execute: () => { throw new ToolError('no such thing', 'BOGUS' as never) } }))

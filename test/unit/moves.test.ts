@@ -59,9 +59,29 @@ describe('where a child is when its runner goes', () => {
     expect(where([...start, message(call('m', 'module_tool'), call('a', 'host_tool'))], ledgerWith(['a']))).toBeUndefined()
     // A host tool done whose result is not recorded: an afterTool hook may be running on it.
     const done = ledgerWith([], ['a'])
-    await done.tools.get('a')!.reply
+    await done.runsOf('a')[0]!.reply
     expect(where([...start, message(call('a', 'host_tool'))], done, { hooks: new Set(['afterTool']) })).toBeUndefined()
     expect(where([...start, message(call('a', 'host_tool'))], done)).toEqual({ concluded: false })
+  })
+
+  it('two calls of a step with one id: each is a run of its own, and a move finds them in call order', async () => {
+    const ledger = new CallLedger()
+    const never = new AbortController().signal
+    const executed: string[] = []
+    const first = ledger.tool('host_tool', 'a', never, async () => (executed.push('first'), { text: 'first', concluded: false }))
+    const second = ledger.tool('host_tool', 'a', never, async () => (executed.push('second'), { text: 'second', concluded: false }))
+    expect([(await first).text, (await second).text]).toEqual(['first', 'second'])
+    expect(executed).toEqual(['first', 'second'])
+    expect(where([...start, message(call('a', 'host_tool'), call('a', 'host_tool'))], ledger)).toEqual({ concluded: false })
+    // Moved: the new runner calls both again and is given each run's reply, in order; nothing runs twice.
+    ledger.detach()
+    const again = [ledger.tool('host_tool', 'a', never, async () => ({ text: 'ran again', concluded: false })), ledger.tool('host_tool', 'a', never, async () => ({ text: 'ran again', concluded: false }))]
+    expect((await Promise.all(again)).map((reply) => reply.text)).toEqual(['first', 'second'])
+    ledger.recorded('a')
+    expect(ledger.runsOf('a').map((run) => run.name)).toEqual(['host_tool'])
+    // Only one reached the host before the runner went, with slots free: where the second was is not known.
+    const one = ledgerWith(['a'])
+    expect(where([...start, message(call('a', 'host_tool'), call('a', 'host_tool'))], one)).toBeUndefined()
   })
 
   it('a turn that ended, or a step with no calls: only its last word was lost, so it does not move', () => {
@@ -84,7 +104,7 @@ describe('where a child is when its runner goes', () => {
     expect(where([...start, message(call('h', 'host_tool')), result('h', 'host_tool')], undefined, held)).toBeUndefined()
     expect(where([], undefined, held)).toBeUndefined()
     const done = ledgerWith([], ['a'])
-    await done.tools.get('a')!.reply
+    await done.runsOf('a')[0]!.reply
     expect(where([...start, message(call('a', 'host_tool'))], done, held)).toBeUndefined()
     expect(where([...start, message(call('s', 'structured_output', '{"n":1}')), result('s', 'structured_output')], undefined, held)).toBeUndefined()
   })

@@ -3,7 +3,9 @@
  * survive). It tells the host where the child is: a host-placed model request in flight, a host
  * tool running or done. A host tool runs once, keyed by the call's id within the step: when the
  * child is moved and its new runner calls the same tool again, it is given the first run's
- * result, never a second run. A tool's run is tied to the call that follows it, so a runner
+ * result, never a second run. A model may give two calls of a step one id: each is a run of its
+ * own, in the order they came (calls start in the model's order), and a moved child's calls of
+ * that id follow them in the same order. A tool's run is tied to the call that follows it, so a runner
  * that cancels the call cancels the tool; a move detaches it instead, and the tool goes on.
  */
 import type { ToolReply } from '../../protocol/rpc.js'
@@ -25,10 +27,12 @@ export class CallLedger {
   models = 0
   /** A host tool of the current step concluded the turn. */
   concluded = false
-  readonly #tools = new Map<string, ToolRun>()
+  /** The runs of the current step by call id, in the order their calls came; their results are recorded in that order. */
+  readonly #tools = new Map<string, ToolRun[]>()
 
-  get tools(): ReadonlyMap<string, ToolRun> {
-    return this.#tools
+  /** The runs of the current step's calls of `callId` whose results are not recorded yet, in call order. */
+  runsOf(callId: string): readonly ToolRun[] {
+    return this.#tools.get(callId) ?? []
   }
 
   /** Counts one model request while it runs. */
@@ -46,7 +50,9 @@ export class CallLedger {
    * followed, else `execute` starts one. `signal` is the runner call's: aborting it cancels the run.
    */
   tool(name: string, callId: string, signal: AbortSignal, execute: (signal: AbortSignal) => Promise<ToolReply>): Promise<ToolReply> {
-    let run = this.#tools.get(callId)
+    const runs = this.#tools.get(callId) ?? []
+    // A run nobody follows was detached by a move: this is its call again. One still followed is another call's.
+    let run = runs.find((r) => r.unfollow === undefined)
     if (run && run.name !== name) throw new ProtocolError(`tool call ${callId} is a call of "${run.name}", not "${name}"`)
     if (!run) {
       const controller = new AbortController()
@@ -59,14 +65,17 @@ export class CallLedger {
         },
         () => void (started.done = true),
       )
-      this.#tools.set(callId, (run = started))
+      runs.push((run = started))
+      this.#tools.set(callId, runs)
     }
     return this.#follow(run, signal)
   }
 
-  /** A step's result was recorded: its run is over. */
+  /** A step's result was recorded: the first run of its id is over. */
   recorded(callId: string): void {
-    this.#tools.delete(callId)
+    const runs = this.#tools.get(callId)
+    runs?.shift()
+    if (runs?.length === 0) this.#tools.delete(callId)
   }
 
   /** A new step began: call ids may be reused from here on. */
@@ -77,16 +86,18 @@ export class CallLedger {
 
   /** The child is moving: every run goes on, unfollowed, until the new runner calls it again. */
   detach(): void {
-    for (const run of this.#tools.values()) {
-      run.unfollow?.()
-      run.unfollow = undefined
+    for (const runs of this.#tools.values()) {
+      for (const run of runs) {
+        run.unfollow?.()
+        run.unfollow = undefined
+      }
     }
   }
 
   /** The child ended: every run still going is cancelled. */
   close(reason: unknown): void {
     this.detach()
-    for (const run of this.#tools.values()) run.controller.abort(reason)
+    for (const runs of this.#tools.values()) for (const run of runs) run.controller.abort(reason)
     this.#tools.clear()
   }
 

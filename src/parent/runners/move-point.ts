@@ -78,8 +78,12 @@ export function movePoint(where: Whereabouts): MovePoint | undefined {
   // must be a host tool (in flight, or done with no afterTool hook to run on its result).
   let began = 0
   let inFlight = 0
+  // The k-th call of an id without a result is the k-th run of that id (a model may repeat an id in a step).
+  const seen = new Map<string, number>()
   for (const call of calls) {
-    const run = ledger.tools.get(call.id)
+    const k = seen.get(call.id) ?? 0
+    seen.set(call.id, k + 1)
+    const run = ledger.runsOf(call.id)[k]
     if (!run || run.name !== call.name) break
     if (run.done && (hooks === undefined || hooks.has('afterTool'))) return undefined
     if (!run.done) inFlight++
