@@ -92,6 +92,21 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     await run.dispose()
   })
 
+  it('a step that reaches the token budget and ends the turn completes it; one with calls ends it aborted, its message kept', async () => {
+    const finishing = withNoop(setup(transport, [callStep('c1', 10), textStep('fin', 10)]))
+    const done = await finishing.host.spawn.run({ prompt: 'finish', parent: finishing.parent, limits: { maxTotalTokens: 20 } })
+    expect(done).toEqual({ stopReason: 'completed', output: [{ type: 'text', text: 'fin' }], usage: { inputTokens: 10, outputTokens: 10 }, totalUsage: { inputTokens: 10, outputTokens: 10 } })
+
+    const calling = withNoop(setup(transport, [callStep('c1', 10), callStep('c2', 10), textStep('never')]))
+    const run = await calling.host.spawn.start({ prompt: 'spend', parent: calling.parent, limits: { maxTotalTokens: 20 } })
+    expect(await run.result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (20 tokens)', usage: { inputTokens: 10, outputTokens: 10 } })
+    expect(calling.model.requests).toHaveLength(2)
+    const events = calling.host.agents.get(run.id)!.session.events
+    expect(events.filter((e) => e.type === 'assistant/message')).toHaveLength(2)
+    expect(lastTurnEnd(events)).toEqual(limitEnd('maxTotalTokens', 20))
+    await run.dispose()
+  })
+
   it('a child finishing just under each limit is not stopped', async () => {
     const fixture = withNoop(setup(transport, [callStep('c1', 20), callStep('c2', 20), textStep('done', 20)]))
     const limits = { timeoutMs: 60_000, maxSteps: 3, maxTotalTokens: 61 }

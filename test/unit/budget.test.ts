@@ -61,9 +61,22 @@ describe('the host budget', () => {
     await drain(metered)
     const spent = { kind: 'limit', limit: 'maxTotalTokens', value: 100 }
     expect(root.stops).toEqual([spent])
-    expect(child.stops).toEqual([spent])
+    // Its own step spent it: it is stopped as its runner records that step (inline stops there too),
+    // so a step that ends its turn completes it; and no request is admitted meanwhile.
+    expect(child.stops).toEqual([])
     await expect(drain(metered)).rejects.toThrow('limits.maxTotalTokens (100)')
+    expect(child.stops).toEqual([spent])
+    child.budget.observe({ seq: 9, type: 'assistant/message', data: { content: [], usage: { inputTokens: 30, outputTokens: 10 } } })
+    expect(child.stops).toEqual([spent])
     expect(Budget.inherit(root.budget)).toEqual({ limits: {}, spent })
+  })
+
+  it('a host-served step that spends the budget stops its child when the runner records it, not before', async () => {
+    const child = budget({ maxTotalTokens: 40 })
+    await drain(meteredModel(model, child.budget))
+    expect(child.stops).toEqual([])
+    child.budget.observe({ seq: 3, type: 'assistant/message', data: { content: [], usage: { inputTokens: 30, outputTokens: 10 } } })
+    expect(child.stops).toEqual([{ kind: 'limit', limit: 'maxTotalTokens', value: 40 }])
   })
 
   it('a move drops the usage served for a request the session never recorded: made again, it counts once, here and in the parent', async () => {

@@ -51,6 +51,13 @@ export class Budget {
   #timedOut = false
   /** Whether any usage was counted for this node or a descendant: `totalUsage` is absent until then. */
   #counted = false
+  /**
+   * A limit its own host-served step spent, before its runner recorded that step: it is stopped
+   * when the record comes, as inline stops it at the record, so a step that ends the turn
+   * completes it on every transport (a cancel sent with the step's last chunk would overtake it).
+   * Until then it is refused any further request.
+   */
+  #stopAtRecord: LimitReason | undefined
 
   constructor(parent: Budget | undefined, limits: ChildLimits, spentBefore = 0) {
     this.parent = parent
@@ -94,6 +101,7 @@ export class Budget {
     // what it spent in tokens does not (CONTRACT.md §13).
     clearTimeout(this.#timer)
     this.#servedSteps = 0
+    this.#stopAtRecord = undefined
     this.#owner = owner
     const { timeoutMs } = this.limits
     if (timeoutMs === undefined) return
@@ -129,6 +137,7 @@ export class Budget {
     clearTimeout(this.#timer)
     this.#timer = undefined
     this.#deadline = undefined
+    this.#stopAtRecord = undefined
     this.#owner = undefined
   }
 
@@ -136,6 +145,7 @@ export class Budget {
   end(): void {
     clearTimeout(this.#timer)
     this.#timer = undefined
+    this.#stopAtRecord = undefined
     this.#owner = undefined
     if (this.parent) this.parent.#children.delete(this)
   }
@@ -161,6 +171,9 @@ export class Budget {
     if (maxSteps !== undefined && this.#reportedSteps > maxSteps) this.#owner?.stop(limitReason('maxSteps', maxSteps))
     const usage = counted(event.data.usage)
     if (usage) this.#spend(() => void (this.#reported = add(this.#reported, usage)))
+    const recorded = this.#stopAtRecord
+    this.#stopAtRecord = undefined
+    if (recorded) this.#owner?.stop(recorded)
   }
 
   /** Why no further model request may be made now, if none may. */
@@ -177,6 +190,7 @@ export class Budget {
     const { maxSteps } = this.limits
     if (!refused && maxSteps !== undefined && this.#servedSteps >= maxSteps) refused = limitReason('maxSteps', maxSteps)
     if (refused) {
+      this.#stopAtRecord = undefined
       this.#owner?.stop(refused)
       return refused
     }
@@ -191,7 +205,7 @@ export class Budget {
 
   /** A host-placed model's step usage, as the host streamed it. */
   served(usage: Usage): void {
-    this.#spend(() => void (this.#served = add(this.#served, usage)))
+    this.#spend(() => void (this.#served = add(this.#served, usage)), this)
   }
 
   /**
@@ -216,7 +230,7 @@ export class Budget {
   }
 
   /** Applies a change to this node's own usage, rolls it up the tree, and stops every subtree now over its budget. */
-  #spend(change: () => void): void {
+  #spend(change: () => void, recording?: Budget): void {
     const before = this.#own()
     change()
     for (let node: Budget | undefined = this; node && !node.#counted; node = node.parent) node.#counted = true
@@ -230,11 +244,11 @@ export class Budget {
       const { maxTotalTokens } = node.limits
       if (maxTotalTokens !== undefined && node.#total() >= maxTotalTokens) over = { node, value: maxTotalTokens }
     }
-    if (over) over.node.#exhaust(limitReason('maxTotalTokens', over.value))
+    if (over) over.node.#exhaust(limitReason('maxTotalTokens', over.value), recording)
   }
 
   /** A limit of this node is spent: nothing below it makes another request, and what runs is stopped. */
-  #exhaust(reason: LimitReason): void {
+  #exhaust(reason: LimitReason, recording?: Budget): void {
     if (this.#spent) return
     const stopping: Budget[] = []
     const mark = (node: Budget) => {
@@ -243,7 +257,10 @@ export class Budget {
       for (const child of node.#children) mark(child)
     }
     mark(this)
-    for (const node of stopping) node.#owner?.stop(reason)
+    for (const node of stopping) {
+      if (node === recording) node.#stopAtRecord = reason
+      else node.#owner?.stop(reason)
+    }
   }
 }
 
