@@ -67,6 +67,19 @@ describe.each(TRANSPORTS)('§12 totalUsage [%s]', (transport) => {
     expect(result).toEqual({ output: [{ type: 'text', text: 'free' }], stopReason: 'completed' })
   })
 
+  it('the tokens a failed step reported count in the tree, though no step of it was recorded, the same on every transport', async () => {
+    const failing: StreamChunk[] = [{ type: 'text-delta', text: 'cut' }, usage(4, 8)] // no finish: the step fails
+    const fixture = setup(transport, [delegateStep('c1', 'grandchild', usage(1, 2)), failing, textStep('top done', usage(16, 32))])
+    fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn' }))
+    const ends = recordLifecycle(fixture.host)
+    const result = await fixture.host.spawn.run({ prompt: 'delegate', parent: fixture.parent })
+    expect(result).toMatchObject({ stopReason: 'completed', usage: { inputTokens: 17, outputTokens: 34 }, totalUsage: { inputTokens: 21, outputTokens: 42 } })
+    const grandchild = ends.ends.find((end) => end.runId !== ends.starts[0]!.runId)!
+    expect(grandchild.stopReason).toBe('error')
+    expect(grandchild).not.toHaveProperty('usage')
+    expect(grandchild.totalUsage).toEqual({ inputTokens: 4, outputTokens: 8 })
+  })
+
   it('a zero count is a count: the tree reports zero, as the child’s own usage does', async () => {
     const fixture = setup(transport, [textStep('zero', usage(0, 0))])
     const result = await fixture.host.spawn.run({ prompt: 'zero usage', parent: fixture.parent })

@@ -48,7 +48,7 @@ export interface Host {
 }
 
 /** Where children run: the host's thread, worker threads or child processes (one pool per depth). */
-function transportOf(settings: HostSettings, childEnvironment: () => AgentEnvironment, placement: (id: string) => Placement): ChildTransport {
+function transportOf(settings: HostSettings, childEnvironment: (id: string) => AgentEnvironment, placement: (id: string) => Placement): ChildTransport {
   const { isolation, pool, agentModule, maxParallelToolCalls, abortGraceMs, sandbox } = settings
   const config = { maxParallelToolCalls, abortGraceMs, ...(agentModule ? { agentModule: agentModule.href } : {}) }
   if (settings.transport) return settings.transport.open({ abortGraceMs, config, placement })
@@ -74,7 +74,7 @@ export function createHost(options: HostOptions = {}): Host {
   const jobs = createJobRegistry()
   let closing: Promise<void> | undefined
   const closed = () => closing !== undefined
-  const transport = transportOf(settings, () => registry.childEnvironment(), (id) => registry.placement(budgets.get(id)))
+  const transport = transportOf(settings, (id) => registry.childEnvironment(budgets.get(id)), (id) => registry.placement(budgets.get(id)))
   const topLevel = new TopLevelAgents({ store: settings.store, env: registry.env, persona: settings.persona, jobs, agents, budgets, closed })
   const providerHost = providerHostOf({ settings, lifecycle, registry, transport, children, jobs, closed })
 

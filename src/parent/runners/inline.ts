@@ -5,15 +5,15 @@ import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
 
 export class InlineTransport implements ChildTransport {
   readonly local = true
-  readonly #env: () => AgentEnvironment
+  readonly #env: (id: string) => AgentEnvironment
 
   /** `env` gives each child the host's models and tools as they are at its creation. */
-  constructor(env: () => AgentEnvironment) {
+  constructor(env: (id: string) => AgentEnvironment) {
     this.#env = env
   }
 
   async create(spec: ChildSpec, mirror: ChildMirror): Promise<ChildHandle> {
-    const { agent, structured } = composeChild(spec, this.#env(), mirror.view)
+    const { agent, structured } = composeChild(spec, this.#env(spec.id), mirror.view)
     agent.session.onAppend((event) => mirror.append(event))
     return {
       async rollback() {
