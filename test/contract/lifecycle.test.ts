@@ -1,6 +1,6 @@
 // CONTRACT.md §7 (Lifecycle events): subagent/start and subagent/end, paired by runId; observers never break a run.
 import { afterEach, describe, expect, it } from 'vitest'
-import { textResponse, type SubagentStartEvent } from 'subagent-worker'
+import { createSubagentTool, textResponse, toolCallResponse, type SubagentStartEvent } from 'subagent-worker'
 import { closeHosts, setup, signal, tick, TRANSPORTS } from '../support/harness.js'
 import { captureWarnings, recordLifecycle, rejectionOf } from '../support/driver-helpers.js'
 
@@ -33,6 +33,21 @@ describe.each(TRANSPORTS)('§7 lifecycle events [%s]', (transport) => {
     expect(lifecycle.starts[0]).toMatchObject({ label: 'researcher', parentId: parent.id, depth: 3 })
     expect(lifecycle.ends[0]).toMatchObject({ label: 'researcher', parentId: parent.id, depth: 3 })
     await run.dispose()
+  })
+
+  it('§2 §6 a child cancelled while it delegates in the foreground ends after its own child, which is let go by the time it is disposed', async () => {
+    const fx = setup(transport, [toolCallResponse('t1', 'subagent', { description: 'grand', prompt: 'hold on' }), 'hang'])
+    fx.host.tools.register(createSubagentTool(fx.host, { provider: 'spawn' }))
+    const lifecycle = recordLifecycle(fx.host)
+    const caller = new AbortController()
+    const run = await fx.host.spawn.start({ prompt: 'delegate', parent: fx.parent, signal: caller.signal })
+    await fx.model.requested(2) // the grandchild's request, which holds until it is aborted
+    caller.abort()
+    expect((await run.result).stopReason).toBe('aborted')
+    await run.dispose()
+    expect(lifecycle.order.map(([what, runId]) => `${what} ${runId === run.id ? 'child' : 'grandchild'}`)).toEqual(['start child', 'start grandchild', 'end grandchild', 'end child'])
+    expect(fx.host.agents.list().map((agent) => agent.id)).toEqual([fx.parent.id])
+    expect(fx.model.requests[1]!.signal.aborted).toBe(true)
   })
 
   it('§7 the child is already in host.agents when subagent/start listeners run', async () => {

@@ -29,6 +29,8 @@ export class CallLedger {
   concluded = false
   /** The runs of the current step by call id, in the order their calls came; their results are recorded in that order. */
   readonly #tools = new Map<string, ToolRun[]>()
+  /** Every run not done yet, its result recorded or not (a runner records a cancelled call's at once). */
+  readonly #going = new Set<ToolRun>()
 
   /** The runs of the current step's calls of `callId` whose results are not recorded yet, in call order. */
   runsOf(callId: string): readonly ToolRun[] {
@@ -58,12 +60,17 @@ export class CallLedger {
       const controller = new AbortController()
       const reply = execute(controller.signal)
       const started: ToolRun = { name, reply, done: false, controller, unfollow: undefined }
+      this.#going.add(started)
+      const done = () => {
+        started.done = true
+        this.#going.delete(started)
+      }
       reply.then(
         (value) => {
-          started.done = true
+          done()
           if (value.concluded) this.concluded = true
         },
-        () => void (started.done = true),
+        done,
       )
       runs.push((run = started))
       this.#tools.set(callId, runs)
@@ -94,11 +101,14 @@ export class CallLedger {
     }
   }
 
-  /** The child ended: every run still going is cancelled. */
-  close(reason: unknown): void {
+  /** The child ended: every run still going is cancelled. Resolves once they stopped, if any was going. */
+  close(reason: unknown): Promise<unknown> | undefined {
     this.detach()
-    for (const runs of this.#tools.values()) for (const run of runs) run.controller.abort(reason)
     this.#tools.clear()
+    if (this.#going.size === 0) return undefined
+    const going = [...this.#going]
+    for (const run of going) run.controller.abort(reason)
+    return Promise.allSettled(going.map((run) => run.reply))
   }
 
   #follow(run: ToolRun, signal: AbortSignal): Promise<ToolReply> {

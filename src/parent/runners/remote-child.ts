@@ -390,10 +390,24 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#move?.placing.abort()
     this.#move = undefined
     this.#rpc.close(RUNNER_GONE)
-    this.#ledger.close(RUNNER_GONE)
+    const stopping = this.#ledger.close(RUNNER_GONE)
     if (creating) this.#created.reject(createError())
-    this.#outcome.resolve(outcome)
+    if (stopping) void this.#endAfter(stopping, outcome)
+    else this.#outcome.resolve(outcome)
     this.#channel.part(this, parting === 'drop')
+  }
+
+  /**
+   * Its host tools were cancelled with it: it ends once they stopped, as an inline child's turn
+   * ends after its tools, so a child it was delegating to in the foreground ends (and is let go)
+   * before it does. A tool that ignores its signal is waited for at most the grace.
+   */
+  async #endAfter(stopping: Promise<unknown>, outcome: ChildOutcome): Promise<void> {
+    let timer: NodeJS.Timeout | undefined
+    const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#options.graceMs).unref()))
+    await Promise.race([stopping, graceOver])
+    clearTimeout(timer)
+    this.#outcome.resolve(outcome)
   }
 }
 
