@@ -173,12 +173,15 @@ export class ContinuableChild implements ContinuableRun {
       try {
         handle = await this.#hooks.transport.create(this.#respec(), this.#init.childMirror, abort.signal)
       } catch (error) {
-        const stopReason = activation.cancelled ? 'aborted' : 'error'
-        return this.#settlementOf(activation, { output: [], stopReason, diagnostic: `the child could not be rebuilt for its next activation: ${messageOf(error)}` })
+        // Cancelled while it was built (disposed, the host closing): what ended the wait is the cancel, not a failure to build.
+        if (activation.cancelled) return this.#settlementOf(activation, { output: [], stopReason: 'aborted' })
+        return this.#settlementOf(activation, { output: [], stopReason: 'error', diagnostic: `the child could not be rebuilt for its next activation: ${messageOf(error)}` })
       }
-      if (activation.cancelled) {
+      // A budget above it may have been spent while it waited for a runner (a descendant's spending, a deadline).
+      const spent = activation.cancelled ? undefined : this.#init.budget.refusal()
+      if (activation.cancelled || spent) {
         await handle.rollback().catch(() => {})
-        return this.#settlementOf(activation, { output: [], stopReason: 'aborted' })
+        return this.#settlementOf(activation, spent ? { output: [], stopReason: 'aborted', diagnostic: limitDiagnostic(spent) } : { output: [], stopReason: 'aborted' })
       }
     }
     const active = { kind: 'active', activation, handle } as const
