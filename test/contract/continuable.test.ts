@@ -286,6 +286,25 @@ describe.each(TRANSPORTS)('continuable children [%s]', (transport) => {
     }
   })
 
+  it('resumed after a restart, its deadline still counts per turn: a turn that ran out of time leaves the next its own', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sw-continuable-'))
+    try {
+      const first = setup(transport, [textResponse('before the restart')], { store: createNdjsonStore(dir) })
+      const run = await first.host.spawn.startContinuable({ prompt: 'a', parent: first.parent, agentOptions: { provider: 'scripted' }, limits: { timeoutMs: 1000 } })
+      await settlementsOf(run, 1)
+      await first.host.close()
+
+      const second = setup(transport, ['hang', textResponse('in time')], { store: createNdjsonStore(dir) })
+      const resumed = await second.host.resumeAgent(run.id)
+      expect(await resumed.run('b')).toMatchObject({ stopReason: 'aborted' })
+      expect(resumed.session.events.filter((e) => e.type === 'turn/end').at(-1)!.data).toEqual({ reason: { kind: 'aborted', reason: { kind: 'limit', limit: 'timeoutMs', value: 1000 } } })
+      expect(await resumed.run('c')).toMatchObject({ stopReason: 'completed', output: text('in time') })
+      await second.host.close()
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
   if (transport === 'inline') return
 
   it('the runner dying during an activation settles it error; the child takes more work', async ({ onTestFinished }) => {

@@ -9,6 +9,7 @@ import { SECTION_ORDER } from '../../agent/prompt.js'
 import type { Agent, AgentOptions, AgentView } from '../../agent/view.js'
 import type { SessionEvent, SessionHeader } from '../../protocol/shapes/session.js'
 import { Budget } from '../driver/budget.js'
+import type { LimitReason } from '../../agent/limit-stop.js'
 import { checkLimits, spentInTree, type ChildLimits } from '../driver/limits.js'
 import { checkSessionId, newSessionId, SessionWriter, type SessionStore } from '../driver/stores/store.js'
 import { checkAgentOptions, isNonNegativeSafeInteger } from '../options.js'
@@ -129,12 +130,19 @@ export class TopLevelAgents {
     const agent: AgentRuntime = new AgentRuntime({ id, options: agentOptions, header, ...(events ? { seed: events } : {}), release }, { ...env, delegated, admit: () => budget.refusal() })
     if (persona !== undefined) agent.prompt.set({ id: 'persona', order: SECTION_ORDER.persona, text: persona })
     if (delegated) agent.prompt.set({ id: 'delegation-scope', order: SECTION_ORDER.delegationScope, text: DELEGATION_SCOPE })
+    const owner = { stop: (reason: LimitReason) => agent.cancel(reason) }
+    // A resumed continuable child goes on as it was: its deadline and steps count per turn, each
+    // turn an activation (CONTRACT.md §13), and nothing runs while it is idle. Any other agent's
+    // deadline counts from its creation or resume.
+    const perTurn = events?.some((event) => event.type === 'subagent/descriptor' && event.data.mode === 'continuable') ?? false
     agent.session.onAppend((event) => {
       writer.append(event)
       budget.observe(event)
+      if (perTurn && event.type === 'turn/start') budget.begin(owner, { unref: true })
+      else if (perTurn && event.type === 'turn/end') budget.pause()
     })
     budgets.set(id, budget)
-    budget.begin({ stop: (reason) => agent.cancel(reason) }, { unref: true })
+    if (!perTurn) budget.begin(owner, { unref: true })
     agents.set(id, agent)
     this.#live.set(id, { agent, writer })
     return agent
