@@ -213,6 +213,23 @@ describe.each(TRANSPORTS)('§13 the continuable subagent tool and settlement not
     expect(mid.requests[0]!.system).toContain('Delegating with delegate: subagents run in the background by default.')
   })
 
+  it('a continuable child ends with the one-shot child that started it: nobody could message it after, and its notices would go nowhere', async () => {
+    const g = gate()
+    const f = setup(transport, [toolCallResponse('p1', 'subagent', { description: 'mid', prompt: 'mid task' }), textResponse('parent done')])
+    f.host.models.register('mid', new ScriptedModel([toolCallResponse('d1', 'delegate', { description: 'leaf', prompt: 'leaf task' }), textResponse('mid done')]))
+    f.host.models.register('leaf', new ScriptedModel([gated(g, 'leaf answer')]))
+    f.host.tools.register(createSubagentTool(f.host, { provider: 'spawn', agentOptions: { provider: 'mid' } }))
+    f.host.tools.register(createSubagentTool(f.host, { provider: 'spawn', toolName: 'delegate', backgroundMode: 'continuable', agentOptions: { provider: 'leaf' } }))
+    const leaf = settled(f.host)
+    // The foreground call disposes the middle child before it returns, and the leaf, still working, with it.
+    expect((await f.parent.run('go')).output).toEqual([{ type: 'text', text: 'parent done' }])
+    const { id, stopReason } = await leaf
+    expect(stopReason).toBe('aborted')
+    expect(f.host.agents.list().map((agent) => agent.id)).toEqual([f.parent.id])
+    expect(id).not.toBe(f.parent.id)
+    g.open()
+  })
+
   /** P's second activation ('second', answered 'p second'): its first request carries the leaf `id`'s notice, right after its message. */
   async function expectNoticeAtSecondActivation(host: Host, p: { id: string; send(message: string): void }, mid: ScriptedModel, id: string): Promise<void> {
     const secondOfP = settled(host, (s) => s.id === p.id)

@@ -37,7 +37,7 @@ export interface ProviderHost {
   /** A continuable child started by `parentId`: live in `host.agents` and the host's continuables. */
   trackContinuable(child: ContinuableChild, parentId: string): void
   retireContinuable(child: ContinuableChild): void
-  endJobsOf(id: string): Promise<void>
+  endOrphansOf(id: string): Promise<void>
   /** Every live agent's budget by id (CONTRACT.md §11): a parent's is where a child's inherits from. */
   readonly budgets: Map<string, Budget>
   /** The host's default limits for every child. */
@@ -98,7 +98,7 @@ async function start(host: ProviderHost, provider: string, fork: boolean, reques
       budget,
       ...(spent ? { spent } : {}),
     },
-    { lifecycle: host.lifecycle, retire: (r) => host.retire(r), endJobsOf: (owner) => host.endJobsOf(owner) },
+    { lifecycle: host.lifecycle, retire: (r) => host.retire(r), endOrphansOf: (owner) => host.endOrphansOf(owner) },
   )
   host.track(delegation)
   return delegation
@@ -109,7 +109,7 @@ async function startContinuable(host: ProviderHost, provider: string, fork: bool
   const { started, handle, spec, mirror, childMirror, watch, writer, prompt, signal, budget, spent } = await publishChild(host, provider, fork, request, 'continuable')
   const child = new ContinuableChild(
     { started, handle, spec, mirror, childMirror, watch, writer, prompt, signal, budget, ...(spent ? { spent } : {}) },
-    { transport: host.transport, lifecycle: host.lifecycle, endJobsOf: (owner) => host.endJobsOf(owner), retire: (c) => host.retireContinuable(c) },
+    { transport: host.transport, lifecycle: host.lifecycle, endOrphansOf: (owner) => host.endOrphansOf(owner), retire: (c) => host.retireContinuable(c) },
   )
   host.trackContinuable(child, started.parentId)
   return child

@@ -21,8 +21,8 @@ import { messageOf, subagentError } from '../../protocol/errors.js'
 
 export interface RunHooks {
   lifecycle: Lifecycle
-  /** Stops the background jobs the child started: nobody could collect them once it is gone. */
-  endJobsOf(id: string): Promise<void>
+  /** Ends what the child started that only it could reach (its background jobs, its continuable children): nobody could once it is gone. */
+  endOrphansOf(id: string): Promise<void>
   /** Removes the child from `host.agents` and stops tracking the run. */
   retire(run: DelegationRun): void
 }
@@ -185,7 +185,7 @@ export class DelegationRun implements SubagentRun {
 
   async #teardown(): Promise<void> {
     await this.result.catch(() => {})
-    await this.#hooks.endJobsOf(this.id)
+    await this.#hooks.endOrphansOf(this.id)
     try {
       await this.#init.handle.release()
     } catch (error) {

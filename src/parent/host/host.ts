@@ -75,8 +75,14 @@ export function createHost(options: HostOptions = {}): Host {
   let closing: Promise<void> | undefined
   const closed = () => closing !== undefined
   const transport = transportOf(settings, (id) => registry.childEnvironment(budgets.get(id)), (id) => registry.placement(budgets.get(id)))
-  const topLevel = new TopLevelAgents({ store: settings.store, env: registry.env, persona: settings.persona, jobs, agents, budgets, closed })
-  const providerHost = providerHostOf({ settings, lifecycle, registry, transport, children, jobs, closed })
+  // What an agent started ends with it when nobody else could reach it: its background jobs, and
+  // its continuable children, whose notices would have nowhere to go (a caller holding one's run
+  // finds it disposed).
+  const endOrphansOf = async (owner: string) => {
+    await Promise.all([jobs.endJobsOf(owner), ...continuables.startedBy(owner).map((child) => child.dispose())])
+  }
+  const topLevel = new TopLevelAgents({ store: settings.store, env: registry.env, persona: settings.persona, endOrphansOf, agents, budgets, closed })
+  const providerHost = providerHostOf({ settings, lifecycle, registry, transport, children, endOrphansOf, closed })
 
   const host: Host = {
     models: { register: (name, model) => registry.registerModel(name, model) },
@@ -127,7 +133,7 @@ function providerHostOf(parts: {
   registry: HostRegistry
   transport: ChildTransport
   children: Children
-  jobs: { endJobsOf(owner: string): Promise<void> }
+  endOrphansOf(owner: string): Promise<void>
   closed(): boolean
 }): ProviderHost {
   const { settings, registry, children, closed } = parts
@@ -148,7 +154,7 @@ function providerHostOf(parts: {
       return new SessionWriter(settings.store, mirror.session.header, mirror.session.events)
     },
     track: (run: DelegationRun) => void runs.set(run.id, run),
-    endJobsOf: (owner: string) => parts.jobs.endJobsOf(owner),
+    endOrphansOf: parts.endOrphansOf,
     retire(run: DelegationRun) {
       runs.delete(run.id)
       agents.delete(run.id)

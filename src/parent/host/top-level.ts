@@ -33,8 +33,8 @@ export interface TopLevelContext {
   env: AgentEnvironment
   /** The deployment persona: a top-level agent's own. */
   persona: string | undefined
-  /** Ends an agent's background jobs when it is disposed: nobody could collect them then. */
-  jobs: { endJobsOf(owner: string): Promise<void> }
+  /** Ends what an agent started that only it could reach (its background jobs, its continuable children) when it is disposed. */
+  endOrphansOf(owner: string): Promise<void>
   /** Every live agent of the host, by id: top-level ones are published here too. */
   agents: Map<string, AgentView>
   budgets: Map<string, Budget>
@@ -111,7 +111,7 @@ export class TopLevelAgents {
 
   /** Registers a top-level agent whose loop runs in this thread; `events` resume a stored one. */
   #adopt(header: SessionHeader, agentOptions: AgentOptions, events?: SessionEvent[], spentBefore = 0): Agent {
-    const { store, env, persona, jobs, agents, budgets } = this.#context
+    const { store, env, persona, endOrphansOf, agents, budgets } = this.#context
     const { id } = header
     // The root of its delegation tree's budget (CONTRACT.md §11): its children inherit what it has left.
     const budget = new Budget(undefined, header.limits ?? {}, spentBefore)
@@ -120,7 +120,7 @@ export class TopLevelAgents {
     const writer = new SessionWriter(store, header, [], events !== undefined)
     // Disposing it unregisters it; its transcript stays in the store, complete.
     const release = async () => {
-      await jobs.endJobsOf(id) // nobody could collect its background jobs once it is gone
+      await endOrphansOf(id) // nobody could collect its background jobs or message its continuable children once it is gone
       if (agents.get(id) === agent) agents.delete(id)
       if (this.#live.get(id)?.agent === agent) this.#live.delete(id)
       if (budgets.get(id) === budget) budgets.delete(id)

@@ -52,7 +52,8 @@ export interface ContinuableInit {
 export interface ContinuableHooks {
   transport: ChildTransport
   lifecycle: Lifecycle
-  endJobsOf(id: string): Promise<void>
+  /** Ends what the child started that only it could reach (see RunHooks). */
+  endOrphansOf(id: string): Promise<void>
   /** Removes the child from `host.agents`, the host's budgets and its continuables. */
   retire(run: ContinuableChild): void
 }
@@ -263,7 +264,7 @@ export class ContinuableChild implements ContinuableRun {
     await this.#pumping
     this.#phase = { kind: 'disposed' }
     try {
-      await this.#hooks.endJobsOf(this.id)
+      await this.#hooks.endOrphansOf(this.id)
     } finally {
       this.#init.budget.end()
       this.#hooks.retire(this)

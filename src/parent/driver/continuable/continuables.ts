@@ -33,6 +33,12 @@ export class Continuables {
     return parentId === undefined ? undefined : { kind: 'disposed', parentId }
   }
 
+  /** The live children `parentId` started. */
+  startedBy(parentId: string): ContinuableChild[] {
+    if (this.#live.size === 0) return [] // every one-shot child's dispose asks
+    return [...this.#live.values()].flatMap((entry) => (entry.parentId === parentId ? [entry.run] : []))
+  }
+
   /** Live children, for the host's close. */
   runs(): ContinuableChild[] {
     return [...this.#live.values()].map(({ run }) => run)
