@@ -5,8 +5,10 @@ import { codeOf, CommandFailure, UsageError } from './terminal/failure.js'
 const USAGE = `usage: subagent-worker <command>
 
 commands:
-  demo     parallel delegations on worker threads with the scripted model (what npm start runs)
-  bench    inline vs worker benchmarks with goals (what npm run bench runs; --help for its flags)
+  demo     parallel delegations on worker threads with the scripted model (the default; what
+           npm start runs)
+  bench    benchmarks inline, on worker threads, in child processes and on BullMQ nodes, with
+           goals (what npm run bench runs; --help for its flags)
   node     a worker node: runs children queued by hosts on BullMQ/Redis (needs bullmq and ioredis; --help)
   mcp      the subagent and job tools as an MCP server on stdio (needs @modelcontextprotocol/sdk; --help)
 `
@@ -20,6 +22,12 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   node: async (args) => (await import('./node.js')).runNode(args),
   mcp: async (args) => (await import('./mcp.js')).runMcp(args),
 }
+
+// Output piped into a reader that stops early (`| head`) is not a failure: end quietly.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error
+  process.exit(process.exitCode ?? 0)
+})
 
 const HELP = new Set(['help', '--help', '-h'])
 const run = commands[command]

@@ -1,5 +1,6 @@
 /** The `subagent-worker` command line as a user meets its mistakes: one clear message, exit 2, no stack. */
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { expect, it } from 'vitest'
@@ -45,3 +46,13 @@ it('a node given an agent module that is not there says so at once, not when a h
   expect(refused).toMatchObject({ code: 2, stdout: '' })
   expect(refused.stderr).toBe('subagent-worker node: --agent-module /nonexistent/agent.js: no such file\nrun `subagent-worker node --help` for the flags\n')
 }, 30_000)
+
+it('output its reader stopped taking (`| head`) ends the command quietly: exit 0, no stack', async () => {
+  const demo = spawn(process.execPath, [CLI, 'demo'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } })
+  let stderr = ''
+  demo.stderr.on('data', (chunk: Buffer) => (stderr += chunk))
+  await once(demo.stdout, 'data')
+  demo.stdout.destroy()
+  const [code] = await once(demo, 'exit')
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+}, 90_000)

@@ -34,7 +34,7 @@ worker, process, remote, floors, worker/inline, process/worker, remote/worker) a
 (scenario, transport, goal, figure, met?). A progress bar is drawn on stderr when it is a
 terminal.
 
-The remote column (S1-S4, S8, S9, S9u) is the BullMQ transport: two worker node processes
+The remote column (S1-S4, S8, S9, S9m, S9u, S9um) is the BullMQ transport: two worker node processes
 (subagent-worker node) on this machine, started for the run on a queue of its own and stopped at
 its end, beside a bare BullMQ job round trip on the same Redis (the bullmq floor). It needs the
 bullmq and ioredis packages and a Redis answering PING within a second; without them it is

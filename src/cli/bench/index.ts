@@ -118,7 +118,7 @@ const usesRemote = (scenario: Scenario) => scenario.ids.some((id) => REMOTE_IDS.
 /** A row the remote column does not cover gets an n/a cell in it, and says why. */
 function withRemoteCell(result: ScenarioResult): ScenarioResult {
   if (result.remote !== undefined) return result
-  const why = 'the remote column covers S1-S4, S8, S9 and S9u (a BullMQ host and its nodes; not CPU, memory or cold-start figures yet)'
+  const why = 'the remote column covers S1-S4, S8, S9, S9m, S9u and S9um (a BullMQ host and its nodes; not CPU, memory or cold-start figures yet)'
   return { ...result, remote: null, notApplicable: { ...result.notApplicable, remote: why } }
 }
 
