@@ -62,7 +62,7 @@ export async function runNode(argv: string[]): Promise<void> {
   if (!values.redis) throw new UsageError('--redis URL is required (for example --redis redis://127.0.0.1:6379)')
   // A node loads its modules only when a host's child asks, so a mistyped path would show up then, on the host.
   for (const module of values['agent-module'] ?? []) {
-    const path = module.startsWith('file:') ? URL.canParse(module) ? safePath(new URL(module)) : undefined : isAbsolute(module) ? module : undefined
+    const path = localPath(module)
     if (path !== undefined && !existsSync(path)) throw new UsageError(`--agent-module ${module}: no such file`)
   }
   const { startNode } = await loadBullmq()
@@ -99,10 +99,12 @@ export async function runNode(argv: string[]): Promise<void> {
   })
 }
 
-/** A file URL's path, or undefined where it has none here (a host part on POSIX): the library's option check names that. */
-function safePath(url: URL): string | undefined {
+/** The file a module names on this machine: an absolute path's, a file URL's; undefined for anything else (the library's option check names that). */
+function localPath(module: string): string | undefined {
+  if (isAbsolute(module)) return module
+  if (!module.startsWith('file:')) return undefined
   try {
-    return fileURLToPath(url)
+    return fileURLToPath(module)
   } catch {
     return undefined
   }
