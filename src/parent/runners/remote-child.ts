@@ -103,6 +103,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   #moves = 0
   /** Notices that came while it was between runners: its new runner gets them once it goes on. */
   #heldNotices: Notice[] = []
+  /** Notices its runner was sent that no step of it took yet: a move hands them to the next runner. */
+  #handed: Notice[] = []
 
   constructor(spec: ChildSpec, mirror: ChildMirror, channel: RunnerChannel, options: RemoteChildOptions) {
     this.id = spec.id
@@ -195,7 +197,20 @@ export class RemoteChild implements ChildHandle, ChannelChild {
    */
   notify(notice: Notice): void {
     if (this.#move) this.#heldNotices.push(notice)
-    else if (this.#phase === 'created' || this.#phase === 'running') this.#channel.send({ type: 'notify', child: this.id, ...notice })
+    else if (this.#phase === 'created' || this.#phase === 'running') this.#hand(notice)
+  }
+
+  #hand(notice: Notice): void {
+    this.#handed.push(notice)
+    this.#channel.send({ type: 'notify', child: this.id, ...notice })
+  }
+
+  /** A step took a notice (its `user/message` is recorded): a move no longer carries it. */
+  #took(source: unknown): void {
+    const { kind, subagentId, activation } = source as Partial<Notice['source']>
+    if (kind !== 'subagent-settlement') return
+    const at = this.#handed.findIndex((notice) => notice.source.subagentId === subagentId && notice.source.activation === activation)
+    if (at >= 0) this.#handed.splice(at, 1)
   }
 
   async release(): Promise<void> {
@@ -306,6 +321,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       }
       if (event.type === 'assistant/message') this.#ledger.stepped()
       else if (event.type === 'tool/result') this.#ledger.recorded(event.data.callId)
+      else if (event.type === 'user/message' && this.#handed.length > 0) this.#took(event.data.source)
       this.#mirror.append(event)
     }
     return true
@@ -332,11 +348,15 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#rpc.close(RUNNER_GONE)
     this.#channel.part(this, false)
     this.#moves++
-    const events = this.#mirror.view.session.events
-    this.#mirror.append({ seq: events.length, type: 'child/moved', data: { reason } })
+    // The notices the dead runner held and no step took go to the next runner, before those that come meanwhile.
+    this.#heldNotices.unshift(...this.#handed.splice(0))
     const placing = new AbortController()
     this.#move = { point, placing }
     this.#phase = 'placing'
+    // Recorded once it is between runners: a listener of this event that cancels it ends it here.
+    const events = this.#mirror.view.session.events
+    this.#mirror.append({ seq: events.length, type: 'child/moved', data: { reason } })
+    if (placing.signal.aborted) return
     replace(placing.signal, (channel) => this.#rebuild(channel)).catch((error: unknown) => {
       if (placing.signal.aborted) return
       this.#settle({ fault: { stopReason: 'error', diagnostic: `${reason}; the child could not be moved to another runner: ${messageOf(error)}` } }, 'runner-gone')
@@ -360,7 +380,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#move = undefined
     this.#phase = 'running'
     // Before the turn goes on, so its next step takes them.
-    for (const notice of this.#heldNotices.splice(0)) this.#channel.send({ type: 'notify', child: this.id, ...notice })
+    for (const notice of this.#heldNotices.splice(0)) this.#hand(notice)
     this.#channel.send({ type: 'continue', child: this.id, concluded: point.concluded })
   }
 
