@@ -57,7 +57,9 @@ export class Budget {
    * completes it on every transport (a cancel sent with the step's last chunk would overtake it).
    * Until then it is refused any further request.
    */
-  #stopAtRecord: LimitReason | undefined
+  #stopAtRecord: { reason: LimitReason; spentAt: Budget } | undefined
+  /** How often the agent moved (CONTRACT.md §8): a request served before a move is made again, so its meter no longer counts. */
+  #moves = 0
 
   constructor(parent: Budget | undefined, limits: ChildLimits, spentBefore = 0) {
     this.parent = parent
@@ -127,12 +129,7 @@ export class Budget {
     if (this.#timedOut) {
       this.#timedOut = false
       // The deadline marked its whole subtree (#exhaust): an idle continuable descendant is not refused its later activations for it.
-      const reason = this.#spent
-      const unmark = (node: Budget) => {
-        if (node.#spent === reason) node.#spent = undefined
-        for (const child of node.#children) unmark(child)
-      }
-      unmark(this)
+      this.#unmark(this.#spent)
     }
     clearTimeout(this.#timer)
     this.#timer = undefined
@@ -155,15 +152,7 @@ export class Budget {
     // maxSteps bounds a turn. (A one-shot child has one; a runner that invents turns to reset
     // this count still meets the host's own count of the host-placed requests it served.)
     if (event.type === 'turn/start') this.#reportedSteps = 0
-    // A move (CONTRACT.md §8): a request served whose message the dead runner never recorded is
-    // made again on the new runner, so its usage and its step would count twice; own usage and
-    // steps are what the session holds.
-    if (event.type === 'child/moved') {
-      this.#servedSteps = this.#reportedSteps
-      // Only a count the served usage raised changes: a child no model reported usage for still has none (§12).
-      if (tokens(this.#served) > tokens(this.#reported)) this.#spend(() => void (this.#served = this.#reported))
-      else this.#served = this.#reported
-    }
+    if (event.type === 'child/moved') this.#moved()
     if (event.type !== 'assistant/message') return
     this.#reportedSteps++
     const { maxSteps } = this.limits
@@ -173,7 +162,37 @@ export class Budget {
     if (usage) this.#spend(() => void (this.#reported = add(this.#reported, usage)))
     const recorded = this.#stopAtRecord
     this.#stopAtRecord = undefined
-    if (recorded) this.#owner?.stop(recorded)
+    if (recorded) this.#owner?.stop(recorded.reason)
+  }
+
+  /**
+   * A move (CONTRACT.md §8): a request served whose message the dead runner never recorded is
+   * made again on the new runner, so its usage and its step would count twice; own usage and
+   * steps are what the session holds. A limit that dropped step spent, of this agent's own
+   * budget, is unspent with it (the step made again spends it again, or not); an ancestor's was
+   * spent for its whole subtree, which was stopped, and stops this agent too.
+   */
+  #moved(): void {
+    this.#moves++
+    this.#servedSteps = this.#reportedSteps
+    const deferred = this.#stopAtRecord
+    this.#stopAtRecord = undefined
+    // Only a count the served usage raised changes: a child no model reported usage for still has none (§12).
+    if (tokens(this.#served) > tokens(this.#reported)) this.#spend(() => void (this.#served = this.#reported))
+    else this.#served = this.#reported
+    if (!deferred) return
+    const { maxTotalTokens } = this.limits
+    if (deferred.spentAt === this && maxTotalTokens !== undefined && this.#total() < maxTotalTokens) this.#unmark(deferred.reason)
+    else this.#owner?.stop(deferred.reason)
+  }
+
+  /** A limit of this node's is no longer spent: its subtree, marked with it by #exhaust, is unmarked. */
+  #unmark(reason: LimitReason | undefined): void {
+    const unmark = (node: Budget) => {
+      if (node.#spent === reason) node.#spent = undefined
+      for (const child of node.#children) unmark(child)
+    }
+    unmark(this)
   }
 
   /** Why no further model request may be made now, if none may. */
@@ -203,9 +222,15 @@ export class Budget {
     return new RequestMeter(this)
   }
 
-  /** A host-placed model's step usage, as the host streamed it. */
-  served(usage: Usage): void {
+  /** A host-placed model's step usage, as the host streamed it; not once the agent moved since the request began (it is made again). */
+  served(usage: Usage, moves: number): void {
+    if (moves !== this.#moves) return
     this.#spend(() => void (this.#served = add(this.#served, usage)), this)
+  }
+
+  /** How often the agent moved so far: what a request's meter is served against. */
+  get moves(): number {
+    return this.#moves
   }
 
   /**
@@ -258,7 +283,7 @@ export class Budget {
     }
     mark(this)
     for (const node of stopping) {
-      if (node === recording) node.#stopAtRecord = reason
+      if (node === recording) node.#stopAtRecord = { reason, spentAt: this }
       else node.#owner?.stop(reason)
     }
   }
@@ -282,6 +307,8 @@ function add(a: Usage, b: Usage): Usage {
  */
 class RequestMeter implements StreamMeter {
   readonly #budget: Budget
+  /** The agent's moves when the request began: one that moved since is made again, and counts there. */
+  readonly #moves: number
   #usage: Usage | undefined
   #open = true
 
@@ -289,6 +316,7 @@ class RequestMeter implements StreamMeter {
     const refused = budget.admit()
     if (refused) throw subagentError('ERR_SUBAGENT_LIMIT', `the host refused the model request: the child reached limits.${refused.limit} (${refused.value})`)
     this.#budget = budget
+    this.#moves = budget.moves
   }
 
   see(chunk: StreamChunk): void {
@@ -300,6 +328,6 @@ class RequestMeter implements StreamMeter {
     if (!this.#open) return
     this.#open = false
     const spent = counted(this.#usage)
-    if (spent) this.#budget.served(spent)
+    if (spent) this.#budget.served(spent, this.#moves)
   }
 }
