@@ -3,6 +3,7 @@ import type { ResourceLimits } from 'node:worker_threads'
 import type { Model } from '../agent/models/model.js'
 import type { Infer } from '../agent/tools/infer.js'
 import type { StopReason } from '../agent/outcome.js'
+import type { LimitReason } from '../agent/limit-stop.js'
 import type { ToolDefinition, ToolFilter } from '../agent/tools/tools.js'
 import type { AgentOptions, AgentView } from '../agent/view.js'
 import type { ContentBlock } from '../protocol/shapes/content.js'
@@ -165,4 +166,6 @@ export interface Placement {
    * carries for those it sees is the host's to write (what a runner says of them is not read).
    */
   moduleTools: ReadonlyMap<string, ToolDefinition>
+  /** Why nothing more of the child may be served now (a limit of its budget, or an ancestor's, is spent). */
+  refusal(): LimitReason | undefined
 }

@@ -107,6 +107,15 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     await run.dispose()
   })
 
+  it('a host tool its step called when that step spent the budget does not run, on every transport: the turn ends aborted first', async () => {
+    const fixture = setup(transport, [callStep('h1', 10, 'counted')])
+    let runs = 0
+    fixture.host.tools.register(defineTool({ name: 'counted', description: 'counts its runs', parameters: { type: 'object' }, execute: () => (runs++, 'ran') }))
+    const result = await fixture.host.spawn.run({ prompt: 'spend', parent: fixture.parent, limits: { maxTotalTokens: 10 } })
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (10 tokens)' })
+    expect(runs).toBe(0)
+  })
+
   it('a child finishing just under each limit is not stopped', async () => {
     const fixture = withNoop(setup(transport, [callStep('c1', 20), callStep('c2', 20), textStep('done', 20)]))
     const limits = { timeoutMs: 60_000, maxSteps: 3, maxTotalTokens: 61 }

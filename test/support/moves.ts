@@ -10,6 +10,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import {
+  createSubagentTool,
   defineTool,
   ScriptedModel,
   textResponse,
@@ -341,6 +342,82 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       expect(moved(h.agents.get(mate.id)!.session.events)).toHaveLength(3)
       expect(mateModel.requests).toHaveLength(4)
       await mate.dispose()
+    })
+
+    it('a mate whose token budget the answer its dead runner never read spent moves and completes: the request made again spends it', async () => {
+      const { host: h, parent } = await host([toolCallResponse('c1', 'spin', {})])
+      const model = new AnsweredWhileBusy('answer 0')
+      h.models.register('mate-0', model)
+      const waiting = streaming(h, 1)
+      // textResponse reports 2 output tokens: the answer alone reaches the budget.
+      const mate = await h.spawn.start({ prompt: 'task 0', parent, signal: signal(), agentOptions: { provider: 'mate-0' }, limits: { maxTotalTokens: 2 } })
+      await waiting
+      const { spinner, stuck } = await spinningSibling(h, parent)
+      model.release()
+      await model.answered
+      stuck.abort()
+      expect((await spinner.result).stopReason).toBe('aborted')
+      const usage = { inputTokens: 0, outputTokens: 2 }
+      expect(await mate.result).toEqual({ stopReason: 'completed', output: [{ type: 'text', text: 'answer 0' }], usage, totalUsage: usage })
+      expect(model.requests).toBe(2)
+      await Promise.all([mate.dispose(), spinner.dispose()])
+    })
+
+    it('the tokens a moved request reported before its runner went do not count: it is made again, and counts there', async () => {
+      const { host: h, parent } = await host([toolCallResponse('c1', 'exit', { code: 7 })])
+      h.models.register('mate', new ScriptedModel([{ hangAfter: [{ type: 'text-delta', text: 'partial' }, { type: 'usage', inputTokens: 5, outputTokens: 5 }] }, textResponse('answer')]))
+      const waiting = streaming(h, 1)
+      const mate = await h.spawn.start({ prompt: 'wait', parent, signal: signal(), agentOptions: { provider: 'mate' } })
+      await waiting
+      const crasher = await h.spawn.start({ prompt: 'crash', parent, signal: signal() })
+      expect((await crasher.result).stopReason).toBe('error')
+      const usage = { inputTokens: 0, outputTokens: 2 }
+      expect(await mate.result).toEqual({ stopReason: 'completed', output: [{ type: 'text', text: 'answer' }], usage, totalUsage: usage })
+      await Promise.all([mate.dispose(), crasher.dispose()])
+    })
+
+    it('a mate cancelled by a listener of its child/moved event ends aborted there: it is not rebuilt and asks its model nothing more', async () => {
+      const { host: h, parent } = await host([toolCallResponse('c1', 'exit', { code: 7 })])
+      const model = new ScriptedModel(['hang', textResponse('never')])
+      h.models.register('mate', model)
+      const waiting = streaming(h, 1)
+      const mate = await h.spawn.start({ prompt: 'wait', parent, signal: signal(), agentOptions: { provider: 'mate' } })
+      await waiting
+      let disposed: Promise<void> | undefined
+      h.on('subagent/event', ({ id, event }) => {
+        if (id === mate.id && event.type === 'child/moved') disposed = mate.dispose()
+      })
+      const crasher = await h.spawn.start({ prompt: 'crash', parent, signal: signal() })
+      expect((await crasher.result).stopReason).toBe('error')
+      expect(await mate.result).toEqual({ stopReason: 'aborted', output: [], diagnostic: 'the child was cancelled while it was being moved to another runner' })
+      await disposed
+      expect(model.requests).toHaveLength(1)
+      expect(h.agents.get(mate.id)).toBeUndefined()
+      await crasher.dispose()
+    })
+
+    it('a settlement notice its dead runner held, untaken, reaches the mate where it now runs: its next step takes it', async () => {
+      const { host: h, parent } = await host([toolCallResponse('c1', 'exit', { code: 7 })])
+      let openLeaf!: () => void
+      const leafGate = new Promise<void>((resolve) => (openLeaf = resolve))
+      h.models.register('leaf', new ScriptedModel([async () => (await leafGate, textResponse('leaf answer'))]))
+      h.tools.register(createSubagentTool(h, { provider: 'spawn', toolName: 'delegate', backgroundMode: 'continuable', agentOptions: { provider: 'leaf' } }))
+      // Starts the leaf, then holds its next request until moved; the request made again answers.
+      const mateModel = new ScriptedModel([toolCallResponse('d1', 'delegate', { description: 'leaf', prompt: 'leaf task' }), 'hang', textResponse('mate done')])
+      h.models.register('mate', mateModel)
+      const waiting = nextEvent(h, (event) => event.type === 'assistant/chunk')
+      const mate = await h.spawn.start({ prompt: 'wait', parent, signal: signal(), agentOptions: { provider: 'mate' } })
+      await waiting
+      const settled = new Promise<void>((resolve) => h.on('subagent/settled', () => resolve()))
+      openLeaf()
+      await settled // its notice went to the mate's runner, which the held request keeps from taking it
+      const crasher = await h.spawn.start({ prompt: 'crash', parent, signal: signal() })
+      expect((await crasher.result).stopReason).toBe('error')
+      expect((await mate.result).output).toEqual([{ type: 'text', text: 'mate done' }])
+      const notices = h.agents.get(mate.id)!.session.events.filter((event) => event.type === 'user/message' && (event.data.source as { kind: string }).kind === 'subagent-settlement')
+      expect(notices).toHaveLength(1)
+      expect(JSON.stringify(mateModel.requests[2]!.messages)).toContain('leaf answer')
+      await Promise.all([mate.dispose(), crasher.dispose()])
     })
 
     it('a mate aborted while its remade request waits has none of the moved request\'s chunks in its output', async () => {

@@ -65,7 +65,7 @@ export class HostRegistry {
 
   /** What a child on a runner may call on the host, as registered now; its host models count against `budget` (the host meters what it serves itself). */
   placement(budget: Budget | undefined): Placement {
-    return { models: this.#hostModels(budget), tools: new Map(this.#tools), moduleTools: this.#moduleTools }
+    return { models: this.#hostModels(budget), tools: new Map(this.#tools), moduleTools: this.#moduleTools, refusal: () => budget?.refusal() }
   }
 
   /**

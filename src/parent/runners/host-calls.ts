@@ -99,7 +99,9 @@ export class HostCalls implements RpcHandlers {
   async tool({ name, callId, args }: RpcPayload<'tool'>, { signal }: CallContext): Promise<ToolReply> {
     const tool = this.#visible(name)
     if (!tool) throw unknownTool(name)
-    const { view, ledger } = this.#child
+    const { view, ledger, placement } = this.#child
+    // Its step spent a limit, and the stop is on its way: the tool does not run, as inline, where the stop comes first.
+    if (placement.refusal()) return abandoned(signal)
     return ledger.tool(name, callId, signal, async (toolSignal) => {
       let concluded = false
       const outcome = await runToolCall(tool, args, { agent: view, callId, signal: toolSignal, concludeTurn: () => void (concluded = true) }, true)
@@ -140,6 +142,14 @@ export class HostCalls implements RpcHandlers {
     }
     return this.#system
   }
+}
+
+/** A call that will not be served: it ends as its runner cancels it (or the child ends), with that reason. */
+function abandoned(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason)
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true })
+  })
 }
 
 /** The tools a call names, each its schema: an index into the runner's module tools is resolved, and must be in the table. */
