@@ -41,6 +41,13 @@ describe.each(POOLED)('%s transport', (isolation) => {
     console.log(`${isolation}: host event-loop delay during the flood: p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms, max ${(delay.max / 1e6).toFixed(1)} ms`)
   }, 60_000)
 
+  it('an array that claims more items than a frame can hold (a sparse one) is refused by its length, before anything loops over it', async () => {
+    const { run } = workerHost([toolCallResponse('s', 'sparse', {}), textResponse('never')])
+    const { result } = await run()
+    expect(result.stopReason).toBe('error')
+    expect(result.diagnostic).toMatch(stopped('a frame larger than 67108864 bytes'))
+  })
+
   it('an event larger than the bound is refused before it is read', async () => {
     const { run } = workerHost([toolCallResponse('b', 'big_events', { events: 1, chars: 17 * 1024 * 1024 }), textResponse('never')])
     const { result } = await run()

@@ -13,6 +13,8 @@ import { fromWire } from '../../protocol/messages.js'
 
 /** What a chunk that crossed as its text costs the host beyond the text: the event it rebuilds for it. */
 const REBUILT_CHUNK = estimatedSize(fromWire('', 0), Infinity)
+/** The most items an array of a frame can hold within frameBytes, each at least the smallest value (estimatedSize's). */
+const MAX_ITEMS = Math.floor(RUNNER_BOUNDS.frameBytes / estimatedSize(undefined, Infinity))
 
 export interface IntakeOptions {
   /** Reads one frame (checks it and dispatches its messages). */
@@ -45,6 +47,8 @@ export class FrameIntake {
 
   accept(frame: unknown): void {
     if (this.#state === 'closed') return
+    const long = lengthRefusal(frame)
+    if (long) return this.#refuse(long)
     const messages = sizeOf(frame)
     const refused = refusal(frame, messages)
     if (refused) return this.#refuse(refused)
@@ -108,6 +112,21 @@ export class FrameIntake {
     this.close()
     this.#options.violation(what)
   }
+}
+
+/**
+ * Why a frame is refused by its arrays' lengths alone, if it is: checked before anything loops
+ * over them, since a sparse array crosses in a few bytes whatever length it claims, and a loop
+ * over it would hold the host's thread for as long as the runner likes.
+ */
+function lengthRefusal(frame: unknown): string | undefined {
+  if (!Array.isArray(frame)) return undefined
+  const { frameMessages, frameBytes } = RUNNER_BOUNDS
+  if (frame.length > frameMessages) return `a frame of ${frame.length} messages (one frame may carry at most ${frameMessages})`
+  for (const message of frame) {
+    if (textsOf(message).length > MAX_ITEMS || eventsOf(message).length > MAX_ITEMS) return `a frame larger than ${frameBytes} bytes`
+  }
+  return undefined
 }
 
 /**
