@@ -80,6 +80,14 @@ describe.each(TRANSPORTS)('§12 totalUsage [%s]', (transport) => {
     expect(grandchild.totalUsage).toEqual({ inputTokens: 4, outputTokens: 8 })
   })
 
+  it('a malformed usage chunk counts for nothing: the step fails, and the tree reports no usage', async () => {
+    const fixture = setup(transport, [[{ type: 'text-delta', text: 'hi' }, usage(-5, 8), { type: 'finish', reason: 'stop' }]])
+    const result = await fixture.host.spawn.run({ prompt: 'bad usage', parent: fixture.parent })
+    expect(result.stopReason).toBe('error')
+    expect(result).not.toHaveProperty('usage')
+    expect(result).not.toHaveProperty('totalUsage')
+  })
+
   it('a zero count is a count: the tree reports zero, as the child’s own usage does', async () => {
     const fixture = setup(transport, [textStep('zero', usage(0, 0))])
     const result = await fixture.host.spawn.run({ prompt: 'zero usage', parent: fixture.parent })

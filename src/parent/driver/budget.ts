@@ -17,6 +17,7 @@ import type { StreamChunk } from '../../protocol/shapes/stream.js'
 import { narrowest } from './limits.js'
 import { MAX_TIMER_MS } from '../options.js'
 import { subagentError } from '../../protocol/errors.js'
+import { isStreamChunk } from '../../protocol/validators.js'
 
 /** What a budget stops when a limit is reached: the agent's running turn, cancelled with the reason. */
 export interface BudgetOwner {
@@ -320,8 +321,8 @@ class RequestMeter implements StreamMeter {
   }
 
   see(chunk: StreamChunk): void {
-    // A chunk the host has not checked yet (the metered model's reader checks it after).
-    if (chunk?.type === 'usage') this.#usage = { inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens }
+    // A chunk its reader has not checked yet (inline's loop checks it after): a malformed one ends the step, and counts for nothing.
+    if (chunk?.type === 'usage' && isStreamChunk(chunk)) this.#usage = { inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens }
   }
 
   close(): void {
