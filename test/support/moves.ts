@@ -24,6 +24,7 @@ import {
   type StreamChunk,
   type SubagentEndEvent,
   type SubagentRun,
+  type SubagentStartRequest,
 } from 'subagent-worker'
 
 export interface MatesHost {
@@ -285,20 +286,25 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
     // The host's copy says its model request returned and nothing after it began: no module code
     // runs before its next request only on a runner whose module has no beforeStep hook, which
     // the host knows from the runner's `ready` (a node's link, on BullMQ).
-    it('a mate between steps (its model request answered while its runner spins) moves and completes with exactly its answer', async () => {
-      const { host: h, parent } = await host([toolCallResponse('c1', 'spin', {})])
-      const ends = endsOf(h)
+    /** A mate whose answer ('answer 0') its runner never reads, being inside a sibling's module tool, until the sibling is stopped past the grace. */
+    async function answeredWhileBusy(h: Host, parent: Agent, limits?: SubagentStartRequest['limits']) {
       const model = new AnsweredWhileBusy('answer 0')
       h.models.register('mate-0', model)
       const waiting = streaming(h, 1)
-      const mate = await h.spawn.start({ prompt: 'task 0', parent, signal: signal(), agentOptions: { provider: 'mate-0' } })
+      const mate = await h.spawn.start({ prompt: 'task 0', parent, signal: signal(), agentOptions: { provider: 'mate-0' }, ...(limits ? { limits } : {}) })
       await waiting
       const { spinner, stuck } = await spinningSibling(h, parent)
-      // Its runner is inside the sibling's module tool: the answer stays unread there.
       model.release()
       await model.answered
       stuck.abort()
       expect((await spinner.result).stopReason).toBe('aborted')
+      return { model, mate, spinner }
+    }
+
+    it('a mate between steps (its model request answered while its runner spins) moves and completes with exactly its answer', async () => {
+      const { host: h, parent } = await host([toolCallResponse('c1', 'spin', {})])
+      const ends = endsOf(h)
+      const { model, mate, spinner } = await answeredWhileBusy(h, parent)
       await expectMoved(h, [mate], ends, new RegExp(`sibling subagent ${spinner.id} did not stop`))
       // The answer the dead runner never read was asked for again.
       expect(model.requests).toBe(2)
@@ -346,17 +352,8 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
 
     it('a mate whose token budget the answer its dead runner never read spent moves and completes: the request made again spends it', async () => {
       const { host: h, parent } = await host([toolCallResponse('c1', 'spin', {})])
-      const model = new AnsweredWhileBusy('answer 0')
-      h.models.register('mate-0', model)
-      const waiting = streaming(h, 1)
       // textResponse reports 2 output tokens: the answer alone reaches the budget.
-      const mate = await h.spawn.start({ prompt: 'task 0', parent, signal: signal(), agentOptions: { provider: 'mate-0' }, limits: { maxTotalTokens: 2 } })
-      await waiting
-      const { spinner, stuck } = await spinningSibling(h, parent)
-      model.release()
-      await model.answered
-      stuck.abort()
-      expect((await spinner.result).stopReason).toBe('aborted')
+      const { model, mate, spinner } = await answeredWhileBusy(h, parent, { maxTotalTokens: 2 })
       const usage = { inputTokens: 0, outputTokens: 2 }
       expect(await mate.result).toEqual({ stopReason: 'completed', output: [{ type: 'text', text: 'answer 0' }], usage, totalUsage: usage })
       expect(model.requests).toBe(2)

@@ -6,7 +6,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ContinuableRun, ModelRequest, Settlement, StreamChunk } from 'subagent-worker'
+import type { Agent, ContinuableRun, Host, ModelRequest, Settlement, StreamChunk } from 'subagent-worker'
 import { POOLED } from '../support/harness.js'
 import { Watch } from '../support/watch.js'
 import { closeWorkerHosts, workerHost } from '../support/worker-host.js'
@@ -41,17 +41,23 @@ describe.each(POOLED)('a continuable activation waiting for a runner [%s]', (iso
   // One slot: while a one-shot sibling holds it, the continuable child's next activation waits to be built.
   const oneSlot = { isolation, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 1 } } as const
 
+  /** A continuable child of `parent` past its first activation, its second waiting for the slot a sibling on `sibling`'s held model takes. */
+  async function waitingForTheSlot(host: Host, parent: Agent, sibling: ReturnType<typeof heldModel>) {
+    host.models.register('sibling', sibling.model)
+    // Its model is the module's, which the host never meters: only the host's refusal can keep it from running.
+    const child = await host.spawn.startContinuable({ prompt: 'first', parent, agentOptions: { provider: 'module-echo' } })
+    expect((await settlement(child, 1)).stopReason).toBe('completed')
+    const holder = await host.spawn.start({ prompt: 'hold', parent, agentOptions: { provider: 'sibling' } })
+    await sibling.asked()
+    child.send('second')
+    return { child, holder }
+  }
+
   it('§11 a budget above it spent meanwhile refuses it: aborted with the limit, and it never runs', async () => {
     const { host } = workerHost(FAULT_MODULE, [], oneSlot)
     const parent = host.createAgent({ options: { provider: 'scripted' }, limits: { maxTotalTokens: 50 } })
     const spender = heldModel([{ type: 'text-delta', text: 'spent' }, { type: 'usage', inputTokens: 50, outputTokens: 50 }, { type: 'finish', reason: 'stop' }])
-    host.models.register('spender', spender.model)
-    // Its model is the module's, which the host never meters: only the host's refusal can keep it from running.
-    const child = await host.spawn.startContinuable({ prompt: 'first', parent, agentOptions: { provider: 'module-echo' } })
-    expect((await settlement(child, 1)).stopReason).toBe('completed')
-    const sibling = await host.spawn.start({ prompt: 'spend', parent, agentOptions: { provider: 'spender' } })
-    await spender.asked()
-    child.send('second')
+    const { child, holder: sibling } = await waitingForTheSlot(host, parent, spender)
     spender.release() // the sibling spends the parent's whole budget, and leaves the slot
     expect((await sibling.result).stopReason).toBe('completed')
     expect(await settlement(child, 2)).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (50 tokens)', output: [] })
@@ -62,12 +68,7 @@ describe.each(POOLED)('a continuable activation waiting for a runner [%s]', (iso
   it('§13 disposed meanwhile: aborted, with no diagnostic (nothing failed to build)', async () => {
     const { host, parent } = workerHost(FAULT_MODULE, [], oneSlot)
     const holder = heldModel([{ type: 'text-delta', text: 'done' }, { type: 'finish', reason: 'stop' }])
-    host.models.register('holder', holder.model)
-    const child = await host.spawn.startContinuable({ prompt: 'first', parent, agentOptions: { provider: 'module-echo' } })
-    expect((await settlement(child, 1)).stopReason).toBe('completed')
-    const sibling = await host.spawn.start({ prompt: 'hold', parent, agentOptions: { provider: 'holder' } })
-    await holder.asked()
-    child.send('second')
+    const { child, holder: sibling } = await waitingForTheSlot(host, parent, holder)
     const second = settlement(child, 2)
     await child.dispose()
     const settled = await second
