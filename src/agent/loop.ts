@@ -43,6 +43,11 @@ export interface AgentEnvironment {
   ready?: Promise<unknown>
   /** Asked before every model request: a limit the host says is spent ends the turn instead. */
   admit?: () => LimitReason | undefined
+  /**
+   * Told the usage a step's model reported when the step then failed or was cancelled, so it
+   * records no message: the host counts it, as it counts what it served a runner's child.
+   */
+  unrecorded?: (usage: Usage) => void
 }
 
 export interface StepContext {
@@ -306,9 +311,11 @@ export class AgentRuntime implements Agent {
         }
       }
     } catch (error) {
+      if (usage) this.#env.unrecorded?.(usage)
       if (signal.aborted) return { end: aborted(signal) }
       return { end: { kind: 'error', message: `model stream failed: ${messageOf(error)}` } }
     }
+    if ((signal.aborted || finish === undefined) && usage) this.#env.unrecorded?.(usage)
     if (signal.aborted) return { end: aborted(signal) }
     // A stream that just stops may have been cut off: its text and calls cannot be trusted whole.
     if (finish === undefined) return { end: { kind: 'error', message: 'model stream failed: the stream ended without a finish chunk, so the answer may be cut off' } }

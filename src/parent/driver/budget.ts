@@ -229,6 +229,12 @@ export class Budget {
     this.#spend(() => void (this.#served = add(this.#served, usage)), this)
   }
 
+  /** An inline child's step reported `usage` and then failed: counted as a served step is (the inline loop's own meter). */
+  unrecorded(usage: Usage): void {
+    const spent = counted(usage)
+    if (spent) this.served(spent, this.#moves)
+  }
+
   /** How often the agent moved so far: what a request's meter is served against. */
   get moves(): number {
     return this.#moves

@@ -65,22 +65,21 @@ export class HostRegistry {
 
   /** What a child on a runner may call on the host, as registered now; its host models count against `budget` (the host meters what it serves itself). */
   placement(budget: Budget | undefined): Placement {
-    return { models: this.#hostModels(budget), tools: new Map(this.#tools), moduleTools: this.#moduleTools, refusal: () => budget?.refusal() }
+    const models = new Map([...this.#models].map(([name, model]) => [name, budget ? new MeteredModel(model, () => budget.meter()) : model]))
+    return { models, tools: new Map(this.#tools), moduleTools: this.#moduleTools, refusal: () => budget?.refusal() }
   }
 
   /**
    * What an inline child runs with: a snapshot of the host's and the module's models and tools.
-   * Its host models are metered as a runner's child's are, so a budget counts the same tokens
-   * (a failed step's too) on every transport; the module's are counted from its records, as there.
+   * Its budget counts the tokens a failed step's model reported, as the host's meter counts a
+   * runner's child's (the steps it records count as they are recorded, on every transport).
    */
   childEnvironment(budget: Budget | undefined): AgentEnvironment {
     const module = this.#module
-    const models = new Map([...this.#hostModels(budget), ...Object.entries(module.models ?? {})])
-    return { ...this.env, models, tools: toolSourceOf(this.#tools.values(), module.tools ?? []) }
-  }
-
-  #hostModels(budget: Budget | undefined): Map<string, Model> {
-    return new Map([...this.#models].map(([name, model]) => [name, budget ? new MeteredModel(model, () => budget.meter()) : model]))
+    const models = new Map([...this.#models, ...Object.entries(module.models ?? {})])
+    const env: AgentEnvironment = { ...this.env, models, tools: toolSourceOf(this.#tools.values(), module.tools ?? []) }
+    if (budget) env.unrecorded = (usage) => budget.unrecorded(usage)
+    return env
   }
 
   #moduleTool(name: string): ToolDefinition | undefined {
