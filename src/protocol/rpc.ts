@@ -34,9 +34,21 @@ export type ToolReply = Wire<typeof ToolReply>
  * The method map, the one place a method is named: its payload and result checks. Both ends'
  * types derive from it (as comlink derives both ends from one interface).
  */
+/**
+ * What a model call ends with: `null`, or the limit the host found spent once the call's model
+ * finished (its tokens, or a limit above the child), which the runner's child stops on as it
+ * records the step, as an inline child's loop is stopped at that record (CONTRACT.md §11).
+ */
+const ModelEnd = {
+  anyOf: [
+    { type: 'null' },
+    closed({ limit: closed({ kind: { const: 'limit' }, limit: { enum: ['timeoutMs', 'maxSteps', 'maxTotalTokens'] }, value: { type: 'integer', minimum: 1 } }) }),
+  ],
+} as const
+
 const RPC_METHODS = {
-  /** Streams a host-placed model: chunks while it runs, then `null`. */
-  model: { payload: validator(ModelCall), result: validator({ type: 'null' } as const) },
+  /** Streams a host-placed model: chunks while it runs, then what it ended with (ModelEnd). */
+  model: { payload: validator(ModelCall), result: validator(ModelEnd) },
   /** Runs a host-placed tool: its rendered text, its value, and whether it concluded the turn. */
   tool: { payload: validator(ToolCall), result: validator(ToolReply) },
 }

@@ -10,6 +10,7 @@ import { composeChild, type ComposedChild } from '../agent/child.js'
 import type { AgentEnvironment } from '../agent/loop.js'
 import type { Model } from '../agent/models/model.js'
 import type { AgentView } from '../agent/view.js'
+import type { LimitReason } from '../agent/limit-stop.js'
 import { toWireError } from '../protocol/shapes/error.js'
 import { toWire, type HostMessage, type RunnerConfig, type RunnerMessage } from '../protocol/messages.js'
 import type { Sink } from '../protocol/outbox.js'
@@ -57,6 +58,8 @@ export class RunnerChild {
   #hostRecorded: SessionEvent['type'][] = []
   /** Its model is the host's: the host records its text deltas as they stream, so they are not sent back. */
   #hostModel = false
+  /** A limit the host found spent as its model's step ended: the child stops as it records the step, as an inline child does. */
+  #stopAtRecord: LimitReason | undefined
   /**
    * What of this child the current frame holds last: its events message, still open for more
    * events; its chunks in the frame's texts, which may take more; or another message, which no
@@ -139,7 +142,7 @@ export class RunnerChild {
         if (!hostModels.includes(name)) return Object.hasOwn(local.models, name) ? local.models[name] : undefined
         remote ??= new Map()
         let model = remote.get(name)
-        if (!model) remote.set(name, (model = remoteModel(this.#rpc, name, local.table, record)))
+        if (!model) remote.set(name, (model = remoteModel(this.#rpc, name, local.table, record, (limit) => void (this.#stopAtRecord = limit))))
         return model
       },
     }
@@ -171,7 +174,10 @@ export class RunnerChild {
     if (this.#hostModel && event.type === 'assistant/chunk') return
     const wire = toWire(event)
     const last = this.#lastInFrame()
-    if (last?.events) return void last.events.events.push(wire)
+    if (last?.events) {
+      last.events.events.push(wire)
+      return this.#stopAt(event)
+    }
     const { epoch } = this.#host.outbox
     if (typeof wire === 'string' && (!last || last.texts)) {
       this.#host.texts.add(this.id, wire)
@@ -181,6 +187,15 @@ export class RunnerChild {
     const message: EventsMessage = { type: 'events', child: this.id, events: [wire] }
     this.#host.outbox.push(message)
     this.#last = { epoch, events: message, texts: false }
+    this.#stopAt(event)
+  }
+
+  /** The step the host's limit verdict came with is recorded: the turn stops now, before any of its calls runs. */
+  #stopAt(event: SessionEvent): void {
+    const limit = this.#stopAtRecord
+    if (limit === undefined || event.type !== 'assistant/message') return
+    this.#stopAtRecord = undefined
+    this.#composed?.agent.cancel(limit)
   }
 
   /** What of this child the current frame holds last, if it holds anything of it. */

@@ -7,6 +7,7 @@ import type { RpcClient, RpcPayload } from '../protocol/rpc.js'
 import type { StreamChunk } from '../protocol/shapes/stream.js'
 import { isToolErrorCode } from '../protocol/validators.js'
 import type { ToolTable } from './tool-table.js'
+import type { LimitReason } from '../agent/limit-stop.js'
 
 /**
  * `record` records a text delta in the child's session as it arrives: the host recorded it as the
@@ -16,8 +17,8 @@ import type { ToolTable } from './tool-table.js'
  * to build its step's message, so deltas do not wake it: they wait, joined, until another chunk
  * comes or the call ends.
  */
-export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable, record: (text: string) => void): Model {
-  return standIn({ stream: (request: ModelRequest) => new RemoteStream(rpc, provider, table, record, request) })
+export function remoteModel(rpc: RpcClient, provider: string, table: ToolTable, record: (text: string) => void, limitAtRecord: (limit: LimitReason) => void): Model {
+  return standIn({ stream: (request: ModelRequest) => new RemoteStream(rpc, provider, table, record, limitAtRecord, request) })
 }
 
 /** What a pull gets: a step of the stream, or the call's failure. */
@@ -37,6 +38,7 @@ class RemoteStream implements AsyncIterableIterator<StreamChunk> {
   readonly #rpc: RpcClient
   readonly #data: RpcPayload<'model'>
   readonly #record: (text: string) => void
+  readonly #limitAtRecord: (limit: LimitReason) => void
   /** What came and was not read yet, in order: other chunks, and runs of text deltas. */
   readonly #queue: Array<StreamChunk | string[]> = []
   /** The pull waiting for a chunk, if one is (the loop makes one at a time). */
@@ -45,9 +47,10 @@ class RemoteStream implements AsyncIterableIterator<StreamChunk> {
   #state: 'new' | 'asked' | 'ended' | 'left' = 'new'
   #failure: { failed: unknown } | undefined
 
-  constructor(rpc: RpcClient, provider: string, table: ToolTable, record: (text: string) => void, request: ModelRequest) {
+  constructor(rpc: RpcClient, provider: string, table: ToolTable, record: (text: string) => void, limitAtRecord: (limit: LimitReason) => void, request: ModelRequest) {
     this.#rpc = rpc
     this.#record = record
+    this.#limitAtRecord = limitAtRecord
     this.signal = request.signal
     // The host serves the child's model with what it has itself (host-calls.ts): the conversation
     // from its copy of the session, the system prompt it composed, the model id and cap of the
@@ -98,7 +101,11 @@ class RemoteStream implements AsyncIterableIterator<StreamChunk> {
   #ask(): void {
     this.#state = 'asked'
     this.#rpc.call('model', this.#data, this).then(
-      () => this.#end(undefined),
+      (end) => {
+        // Before the loop reads the end and records the step: its child stops as it does.
+        if (end?.limit && this.#state === 'asked') this.#limitAtRecord(end.limit)
+        this.#end(undefined)
+      },
       (error: unknown) => this.#end({ failed: error }),
     )
   }

@@ -2,6 +2,7 @@
  * CONTRACT.md §11, limits, on every transport: a deadline, a step bound and a token budget that
  * the host enforces, inherited and never widened, kept by a resumed child, and never early.
  */
+import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -114,6 +115,18 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     const result = await fixture.host.spawn.run({ prompt: 'spend', parent: fixture.parent, limits: { maxTotalTokens: 10 } })
     expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (10 tokens)' })
     expect(runs).toBe(0)
+  })
+
+  it('a module tool its step called when that step spent the budget does not run either: the step ends the turn, on every transport', async ({ onTestFinished }) => {
+    const dir = await mkdtemp(join(tmpdir(), 'sw-limits-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const file = join(dir, 'runs')
+    const fixture = setup(transport, [callStep('t1', 10, 'tally', { file, tag: 'ran' })], { agentModule: FAULT_MODULE })
+    const run = await fixture.host.spawn.start({ prompt: 'spend', parent: fixture.parent, limits: { maxTotalTokens: 10 } })
+    expect(await run.result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (10 tokens)' })
+    expect(toolResults(fixture.host.agents.get(run.id)!.session.events)).toMatchObject([{ callId: 't1', isError: true, code: 'ABORTED' }])
+    expect(existsSync(file)).toBe(false)
+    await run.dispose()
   })
 
   it('a child finishing just under each limit is not stopped', async () => {

@@ -36,7 +36,7 @@ describe('types from schemas', () => {
     expectTypeOf<Extract<RunnerMessage, { type: 'rpc/call' }>['method']>().toEqualTypeOf<RpcMethod>()
     expectTypeOf<RpcPayload<'model'>>().toEqualTypeOf<ModelCall>()
     expectTypeOf<RpcPayload<'tool'>>().toEqualTypeOf<ToolCall>()
-    expectTypeOf<RpcResult<'model'>>().toEqualTypeOf<null>()
+    expectTypeOf<RpcResult<'model'>>().toEqualTypeOf<null | { limit: { kind: 'limit'; limit: 'timeoutMs' | 'maxSteps' | 'maxTotalTokens'; value: number } }>()
     expectTypeOf<RpcResult<'tool'>>().toEqualTypeOf<ToolReply>()
   })
 })

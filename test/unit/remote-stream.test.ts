@@ -19,7 +19,7 @@ function host() {
   const sent: CallMessage[] = []
   const rpc = new RpcClient('c1', { epoch: 0, push: (message: CallMessage) => void sent.push(message) })
   const recorded: string[] = []
-  const model = remoteModel(rpc, 'bench', new ToolTable([]), (text) => recorded.push(text))
+  const model = remoteModel(rpc, 'bench', new ToolTable([]), (text) => recorded.push(text), () => {})
   const abort = new AbortController()
   const stream = model.stream({ model: 'm', messages: [], signal: abort.signal })[Symbol.asyncIterator]()
   const reply = (chunks: Array<string | { type: 'finish'; reason: 'stop' } | { type: 'usage'; inputTokens: number; outputTokens: number }>, end?: 'result' | 'error') => {

@@ -23,7 +23,7 @@ import { Conversation } from '../../agent/models/conversation.js'
 import { untilAbort } from '../../agent/models/until-abort.js'
 import { MeteredModel } from '../../agent/models/metered.js'
 import type { ModelRequest } from '../../agent/models/model.js'
-import type { CallContext, RpcHandlers, RpcPayload, ToolReply } from '../../protocol/rpc.js'
+import type { CallContext, RpcHandlers, RpcPayload, RpcResult, ToolReply } from '../../protocol/rpc.js'
 import { ProtocolError } from '../../protocol/validate.js'
 import { isStreamChunk } from '../../protocol/validators.js'
 import { describeShape, tryClone } from '../../protocol/values.js'
@@ -63,7 +63,7 @@ export class HostCalls implements RpcHandlers {
     this.#conversation = new Conversation(child.view.session.events)
   }
 
-  async model({ provider, tools }: RpcPayload<'model'>, { signal, emit }: CallContext): Promise<null> {
+  async model({ provider, tools }: RpcPayload<'model'>, { signal, emit }: CallContext): Promise<RpcResult<'model'>> {
     const { spec, placement, ledger } = this.#child
     if (provider !== spec.options.provider) {
       throw new ProtocolError(`child ${spec.id} may call only its own model "${spec.options.provider ?? ''}", not "${provider}"`)
@@ -89,10 +89,12 @@ export class HostCalls implements RpcHandlers {
           // Recorded as emitted: a call cancelled, or muted by the child's cancel, records nothing more.
           if (emit(chunk) && chunk.type === 'text-delta' && chunk.text !== '') this.#child.recordText(chunk.text)
         }
-        return null
       } finally {
         meter?.close()
       }
+      // A limit spent by now (this step's tokens, or one above the child) stops the child as its runner records the step.
+      const limit = placement.refusal()
+      return limit ? { limit } : null
     })
   }
 
