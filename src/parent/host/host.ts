@@ -79,7 +79,10 @@ export function createHost(options: HostOptions = {}): Host {
   // its continuable children, whose notices would have nowhere to go (a caller holding one's run
   // finds it disposed).
   const endOrphansOf = async (owner: string) => {
-    await Promise.all([jobs.endJobsOf(owner), ...continuables.startedBy(owner).map((child) => child.dispose())])
+    const children = continuables.startedBy(owner)
+    // Every one-shot child's dispose asks: most started none.
+    if (children.length === 0) return jobs.endJobsOf(owner)
+    await Promise.all([jobs.endJobsOf(owner), ...children.map((child) => child.dispose())])
   }
   const topLevel = new TopLevelAgents({ store: settings.store, env: registry.env, persona: settings.persona, endOrphansOf, agents, budgets, closed })
   const providerHost = providerHostOf({ settings, lifecycle, registry, transport, children, endOrphansOf, closed })
