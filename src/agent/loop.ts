@@ -44,10 +44,11 @@ export interface AgentEnvironment {
   /** Asked before every model request: a limit the host says is spent ends the turn instead. */
   admit?: () => LimitReason | undefined
   /**
-   * Told the usage a step's model reported when the step then failed or was cancelled, so it
-   * records no message: the host counts it, as it counts what it served a runner's child.
+   * Told the usage a step's model (named by its provider) reported when the step then failed or
+   * was cancelled, so it records no message: the host counts a host model's, as it counts what it
+   * served a runner's child.
    */
-  unrecorded?: (usage: Usage) => void
+  unrecorded?: (usage: Usage, provider: string) => void
 }
 
 export interface StepContext {
@@ -311,11 +312,11 @@ export class AgentRuntime implements Agent {
         }
       }
     } catch (error) {
-      if (usage) this.#env.unrecorded?.(usage)
+      if (usage) this.#env.unrecorded?.(usage, provider)
       if (signal.aborted) return { end: aborted(signal) }
       return { end: { kind: 'error', message: `model stream failed: ${messageOf(error)}` } }
     }
-    if ((signal.aborted || finish === undefined) && usage) this.#env.unrecorded?.(usage)
+    if ((signal.aborted || finish === undefined) && usage) this.#env.unrecorded?.(usage, provider)
     if (signal.aborted) return { end: aborted(signal) }
     // A stream that just stops may have been cut off: its text and calls cannot be trusted whole.
     if (finish === undefined) return { end: { kind: 'error', message: 'model stream failed: the stream ended without a finish chunk, so the answer may be cut off' } }

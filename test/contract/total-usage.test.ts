@@ -6,7 +6,7 @@
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createSubagentTool, type ChildEndMessage, type StreamChunk, type Usage } from 'subagent-worker'
+import { createSubagentTool, defineTool, type ChildEndMessage, type StreamChunk, type Usage } from 'subagent-worker'
 import { closeHosts, setup, TRANSPORTS } from '../support/harness.js'
 import { recordLifecycle } from '../support/driver-helpers.js'
 import { Watch } from '../support/watch.js'
@@ -78,6 +78,15 @@ describe.each(TRANSPORTS)('§12 totalUsage [%s]', (transport) => {
     expect(grandchild.stopReason).toBe('error')
     expect(grandchild).not.toHaveProperty('usage')
     expect(grandchild.totalUsage).toEqual({ inputTokens: 4, outputTokens: 8 })
+  })
+
+  it('a failed step\'s tokens add to the steps recorded before it', async () => {
+    const callStep: StreamChunk[] = [{ type: 'tool-call', id: 'n1', name: 'noop', arguments: '{}' }, usage(1, 2), { type: 'finish', reason: 'tool-calls' }]
+    const failing: StreamChunk[] = [{ type: 'text-delta', text: 'cut' }, usage(4, 8)] // no finish: the step fails
+    const fixture = setup(transport, [callStep, failing])
+    fixture.host.tools.register(defineTool({ name: 'noop', description: 'does nothing', parameters: { type: 'object' }, execute: () => 'ok' }))
+    const result = await fixture.host.spawn.run({ prompt: 'two steps', parent: fixture.parent })
+    expect(result).toMatchObject({ stopReason: 'error', usage: { inputTokens: 1, outputTokens: 2 }, totalUsage: { inputTokens: 5, outputTokens: 10 } })
   })
 
   it('a malformed usage chunk counts for nothing: the step fails, and the tree reports no usage', async () => {

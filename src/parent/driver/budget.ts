@@ -229,10 +229,14 @@ export class Budget {
     this.#spend(() => void (this.#served = add(this.#served, usage)), this)
   }
 
-  /** An inline child's step reported `usage` and then failed: counted as a served step is (the inline loop's own meter). */
+  /**
+   * An inline child's host model reported `usage` for a step that then failed: counted with its
+   * recorded steps (an inline child's host models are not metered, so this is all it was served
+   * beyond them), as a runner's child's meter counts it.
+   */
   unrecorded(usage: Usage): void {
     const spent = counted(usage)
-    if (spent) this.served(spent, this.#moves)
+    if (spent) this.#spend(() => void (this.#reported = add(this.#reported, spent)), this)
   }
 
   /** How often the agent moved so far: what a request's meter is served against. */

@@ -78,7 +78,8 @@ export class HostRegistry {
     const module = this.#module
     const models = new Map([...this.#models, ...Object.entries(module.models ?? {})])
     const env: AgentEnvironment = { ...this.env, models, tools: toolSourceOf(this.#tools.values(), module.tools ?? []) }
-    if (budget) env.unrecorded = (usage) => budget.unrecorded(usage)
+    // A module model's tokens are what its records say, on a runner too.
+    if (budget) env.unrecorded = (usage, provider) => void (!Object.hasOwn(module.models ?? {}, provider) && budget.unrecorded(usage))
     return env
   }
 
