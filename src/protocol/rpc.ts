@@ -31,10 +31,6 @@ export const ToolReply = closed({ text: string, concluded: boolean, value: anyth
 export type ToolReply = Wire<typeof ToolReply>
 
 /**
- * The method map, the one place a method is named: its payload and result checks. Both ends'
- * types derive from it (as comlink derives both ends from one interface).
- */
-/**
  * What a model call ends with: `null`, or the limit the host found spent once the call's model
  * finished (its tokens, or a limit above the child), which the runner's child stops on as it
  * records the step, as an inline child's loop is stopped at that record (CONTRACT.md §11).
@@ -46,6 +42,10 @@ const ModelEnd = {
   ],
 } as const
 
+/**
+ * The method map, the one place a method is named: its payload and result checks. Both ends'
+ * types derive from it (as comlink derives both ends from one interface).
+ */
 const RPC_METHODS = {
   /** Streams a host-placed model: chunks while it runs, then what it ended with (ModelEnd). */
   model: { payload: validator(ModelCall), result: validator(ModelEnd) },
