@@ -10,7 +10,8 @@
 import { createRequire } from 'node:module'
 import { SubagentError } from './errors.js'
 import type { JSONSchema, References, Wire } from './schema.js'
-import { Ajv, type Options, type ValidateFunction } from 'ajv'
+import type { Options, ValidateFunction } from 'ajv'
+import { Ajv } from './ajv.js'
 
 // strictRequired is off: a discriminated oneOf lists its tag as required at its root by design.
 // validateSchema is off: these are our own schemas (the tests compile every one); checking them against

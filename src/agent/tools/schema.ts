@@ -4,7 +4,8 @@
  * validators are compiled once per schema object.
  */
 import { SubagentTypeError } from '../../protocol/errors.js'
-import { Ajv, type ValidateFunction } from 'ajv'
+import type { ValidateFunction } from 'ajv'
+import { Ajv } from '../../protocol/ajv.js'
 
 export class UnsupportedSchemaError extends SubagentTypeError<'ERR_SUBAGENT_SCHEMA'> {
   override name = 'UnsupportedSchemaError'

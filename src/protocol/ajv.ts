@@ -1,0 +1,9 @@
+/**
+ * Ajv, from the build's one-file copy of the package (scripts/bundle-ajv.mjs). Loading Ajv's
+ * own files one by one took every new runner thread or process about 40 ms of its start, and
+ * the protocol's validators and every tool's schema need it there.
+ */
+import { createRequire } from 'node:module'
+import type * as AjvPackage from 'ajv'
+
+export const { Ajv } = createRequire(import.meta.url)('./ajv.cjs') as typeof AjvPackage
