@@ -57,7 +57,8 @@ let precompiled: Precompiled | undefined
 
 function loadPrecompiled(): Precompiled {
   try {
-    return (createRequire(import.meta.url)('./precompiled.cjs') as { bySchema: Precompiled }).bySchema
+    // From dist/protocol/ and from the runner's bundle, dist/runner/, alike (scripts/bundle-runner.mjs).
+    return (createRequire(import.meta.url)('../protocol/precompiled.cjs') as { bySchema: Precompiled }).bySchema
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') return new Map()
     throw error

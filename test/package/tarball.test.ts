@@ -40,7 +40,7 @@ afterAll(() => rm(project, { recursive: true, force: true }))
 describe('the packed tarball', () => {
   it('ships the licence, the docs the README links and the build, but no tests', async () => {
     const files = await readdir(unpacked, { recursive: true })
-    for (const file of ['LICENSE', 'README.md', 'BENCHMARKS.md', 'docs/contract.md', 'docs/design.md', 'dist/index.d.ts', 'dist/ai-sdk/index.js', 'dist/mcp/index.js', 'dist/cli/main.js']) {
+    for (const file of ['LICENSE', 'README.md', 'BENCHMARKS.md', 'docs/contract.md', 'docs/design.md', 'dist/index.d.ts', 'dist/ai-sdk/index.js', 'dist/mcp/index.js', 'dist/cli/main.js', 'dist/protocol/ajv.cjs', 'dist/runner/entry.js', 'dist/runner/process-entry.js', 'dist/runner/index.js']) {
       expect(files).toContain(file)
     }
     expect(files.some((file) => file.startsWith('test'))).toBe(false)

@@ -14,9 +14,10 @@ import { PIPE_FD, pipeFrame, PipeReader } from '../../../protocol/pipe.js'
 import type { Fault, RunnerKind } from '../channel.js'
 import { lowerProcess } from './priority.js'
 import { forgetRunner, watchRunner } from './reaper.js'
+import { RUNNER_CONDITION, runnerEntry } from './runner-code.js'
 import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
 
-const ENTRY = fileURLToPath(new URL('../../../worker/process-entry.js', import.meta.url))
+const ENTRY = fileURLToPath(runnerEntry('process-entry'))
 
 const KIND: RunnerKind = { noun: 'child process', ended: 'killed' }
 
@@ -33,7 +34,7 @@ export interface ProcessSettings {
 }
 
 export function openChildProcess(settings: ProcessSettings, events: EndpointEvents): Endpoint {
-  const child = spawn(process.execPath, [...settings.execArgv, ENTRY], { env: settings.env, stdio: ['ignore', 'inherit', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...settings.execArgv, RUNNER_CONDITION, ENTRY], { env: settings.env, stdio: ['ignore', 'inherit', 'pipe', 'pipe'] })
   const pipe = child.stdio[PIPE_FD] as Socket
   const pid = child.pid
   if (pid !== undefined) {

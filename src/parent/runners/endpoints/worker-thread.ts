@@ -7,14 +7,15 @@
  * its children are settled. The thread's own port carries nothing of the runner's: a message on
  * it is a protocol violation.
  */
-import { MessageChannel, Worker, type ResourceLimits } from 'node:worker_threads'
+import { MessageChannel, Worker, type ResourceLimits, type WorkerOptions } from 'node:worker_threads'
 import { messageOf } from '../../../protocol/errors.js'
 import { ProtocolError } from '../../../protocol/validate.js'
 import type { Fault, RunnerKind } from '../channel.js'
 import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
 import { threadNice } from './priority.js'
+import { RUNNER_CONDITION, runnerEntry } from './runner-code.js'
 
-const ENTRY = new URL('../../../worker/entry.js', import.meta.url)
+const ENTRY = runnerEntry('entry')
 
 const KIND: RunnerKind = { noun: 'worker thread', ended: 'terminated' }
 
@@ -43,9 +44,43 @@ export interface ThreadSettings {
   niceIncrement: number
 }
 
+/**
+ * The host's own Node options that a runner thread takes: a thread given options of its own
+ * (here, the runner condition) no longer inherits the host's, so they are passed on, less those a
+ * thread refuses (V8's and the process's, such as `--max-old-space-size`, which hold for every
+ * thread anyway). Node names the ones it refuses as it refuses them, before any thread starts;
+ * learned once.
+ */
+let threadArgv: readonly string[] | undefined
+
+function startThread(options: WorkerOptions): Worker {
+  for (;;) {
+    const inherited = (threadArgv ??= process.execArgv)
+    try {
+      return new Worker(ENTRY, { ...options, execArgv: [...inherited, RUNNER_CONDITION] })
+    } catch (error) {
+      const refused = refusedOptions(error)
+      if (!inherited.some((option) => refused.has(option))) throw error
+      threadArgv = withoutRefused(inherited, refused)
+    }
+  }
+}
+
+/** `options` less the refused ones, each with its value where that is the next argument (`--title name`). */
+function withoutRefused(options: readonly string[], refused: ReadonlySet<string>): string[] {
+  return options.filter((option, i) => !refused.has(option) && !(refused.has(options[i - 1]!) && !option.startsWith('-')))
+}
+
+/** The options Node named in refusing a thread's (ERR_WORKER_INVALID_EXEC_ARGV), if that is the error. */
+function refusedOptions(error: unknown): Set<string> {
+  if ((error as { code?: unknown }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') return new Set()
+  const { message } = error as Error
+  return new Set(message.slice(message.indexOf(': ') + 2).split(', '))
+}
+
 export function openWorkerThread(settings: ThreadSettings, events: EndpointEvents): Endpoint {
   const { port1: port, port2: runnerPort } = new MessageChannel()
-  const worker = new Worker(ENTRY, {
+  const worker = startThread({
     env: settings.env,
     workerData: { port: runnerPort, nice: threadNice(settings.niceIncrement) },
     transferList: [runnerPort],

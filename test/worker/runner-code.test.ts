@@ -1,0 +1,49 @@
+/**
+ * What a runner runs: the build's bundle of the package (dist/runner/), under a condition that
+ * makes every import of the package inside the runner resolve to it, an agent module's as much as
+ * the runner's own, so the runner holds one copy of each class. A host started with Node options
+ * of its own passes them on to its runner threads, but for those a thread refuses.
+ */
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { afterEach, describe, expect, it } from 'vitest'
+import { textResponse, toolCallResponse } from 'subagent-worker'
+import { POOLED } from '../support/harness.js'
+import { toolResults } from '../support/loop-helpers.js'
+import { closeWorkerHosts, workerHost } from '../support/worker-host.js'
+
+const MODULE = fileURLToPath(new URL('../fixtures/runner-code-module.mjs', import.meta.url))
+const HOST_SCRIPT = fileURLToPath(new URL('../fixtures/runner-options.mjs', import.meta.url))
+const BUNDLE_ENTRY = new URL('../../dist/runner/index.js', import.meta.url).href
+const CONDITION = '--conditions=subagent-worker-runner'
+
+afterEach(closeWorkerHosts)
+
+interface RunnerCode {
+  entry: string
+  execArgv: string[]
+}
+
+describe.each(POOLED)('%s transport: the code a runner runs', (isolation) => {
+  it("an agent module's import of the package resolves to the runner's bundle", async () => {
+    const fixture = workerHost(MODULE, [toolCallResponse('c1', 'runner_code', {}), textResponse('done')], { isolation })
+    const { result, events } = await fixture.run()
+    expect(result.stopReason).toBe('completed')
+    const said = JSON.parse(toolResults(events)[0]!.content[0]!.text!) as RunnerCode
+    expect(said.entry).toBe(BUNDLE_ENTRY)
+    expect(said.execArgv).toContain(CONDITION)
+  })
+})
+
+describe("a host's own Node options", () => {
+  it('reach its runner threads, but for those a thread refuses; the runners start all the same', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--max-old-space-size=512', '--conditions=a-condition-of-the-hosts', '--title', 'a-host', HOST_SCRIPT], { timeout: 50_000 })
+    const { stopReason, said } = JSON.parse(stdout) as { stopReason: string; said: string }
+    expect(stopReason).toBe('completed')
+    const { entry, execArgv } = JSON.parse(said) as RunnerCode
+    expect(entry).toBe(BUNDLE_ENTRY)
+    // A V8 option and a process-wide one are the process's, and hold for the thread without being passed on.
+    expect(execArgv).toEqual(['--conditions=a-condition-of-the-hosts', CONDITION])
+  })
+})
