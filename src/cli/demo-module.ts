@@ -3,7 +3,7 @@
  * their work where the child runs, which is what makes a runaway or a crash containable.
  */
 import { threadId } from 'node:worker_threads'
-import { defineAgentModule, defineTool } from '../index.js'
+import { defineAgentModule, defineTool } from 'subagent-worker'
 
 const none = { type: 'object', properties: {} }
 

@@ -6,7 +6,7 @@
  * It imports nothing outside this package, so a child process reads it under the default sandbox.
  */
 import { BroadcastChannel, isMainThread, threadId } from 'node:worker_threads'
-import { defineAgentModule, defineTool, ScriptedModel, textResponse, type Model, type StreamChunk } from '../../index.js'
+import { defineAgentModule, defineTool, ScriptedModel, textResponse, type Model, type StreamChunk } from 'subagent-worker'
 import { shapeOf, STREAM_MODEL, streamEntry } from './stream-script.js'
 import { USER_STREAM_MODEL, userStreamModel } from './user-model.js'
 import { work } from './work.js'
