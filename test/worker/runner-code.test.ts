@@ -14,6 +14,7 @@ import { toolResults } from '../support/loop-helpers.js'
 import { closeWorkerHosts, workerHost } from '../support/worker-host.js'
 
 const MODULE = fileURLToPath(new URL('../fixtures/runner-code-module.mjs', import.meta.url))
+const NESTED_MODULE = fileURLToPath(new URL('../fixtures/nested-host-module.mjs', import.meta.url))
 const HOST_SCRIPT = fileURLToPath(new URL('../fixtures/runner-options.mjs', import.meta.url))
 const BUNDLE_ENTRY = new URL('../../dist/runner/index.js', import.meta.url).href
 const CONDITION = '--conditions=subagent-worker-runner'
@@ -36,6 +37,15 @@ describe.each(POOLED)('%s transport: the code a runner runs', (isolation) => {
   })
 })
 
+describe('a host made inside a runner', () => {
+  it.each(POOLED)('starts %s runners of its own: the runner code and the sandbox are found from the bundle too', async (inner) => {
+    const fixture = workerHost(NESTED_MODULE, [toolCallResponse('c1', 'nested_host', { isolation: inner }), textResponse('done')])
+    const { result, events } = await fixture.run()
+    expect(result.stopReason).toBe('completed')
+    expect(toolResults(events)[0]!.content[0]!.text).toBe('completed: nested answer')
+  })
+})
+
 describe("a host's own Node options", () => {
   it('reach its runner threads, but for those a thread refuses; the runners start all the same', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['--max-old-space-size=512', '--conditions=a-condition-of-the-hosts', '--title', 'a-host', HOST_SCRIPT], { timeout: 50_000 })
@@ -45,5 +55,14 @@ describe("a host's own Node options", () => {
     expect(entry).toBe(BUNDLE_ENTRY)
     // A V8 option and a process-wide one are the process's, and hold for the thread without being passed on.
     expect(execArgv).toEqual(['--conditions=a-condition-of-the-hosts', CONDITION])
+  })
+
+  it('named otherwise in Node\'s refusal (an alias) are left out, with a warning; the runners start all the same', async () => {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--experimental-shadow-realm', HOST_SCRIPT], { timeout: 50_000 })
+    const { stopReason, said } = JSON.parse(stdout) as { stopReason: string; said: string }
+    expect(stopReason).toBe('completed')
+    expect((JSON.parse(said) as RunnerCode).execArgv).toEqual([CONDITION])
+    expect(stderr).toContain('[SUBAGENT_THREAD_OPTIONS]')
+    expect(stderr).toContain('--experimental-shadow-realm')
   })
 })

@@ -7,7 +7,6 @@
  */
 import { spawn } from 'node:child_process'
 import type { Socket } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import { RUNNER_BOUNDS } from '../../../protocol/bounds.js'
 import { messageOf } from '../../../protocol/errors.js'
 import { PIPE_FD, pipeFrame, PipeReader } from '../../../protocol/pipe.js'
@@ -16,8 +15,6 @@ import { lowerProcess } from './priority.js'
 import { forgetRunner, watchRunner } from './reaper.js'
 import { RUNNER_CONDITION, runnerEntry } from './runner-code.js'
 import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
-
-const ENTRY = fileURLToPath(runnerEntry('process-entry'))
 
 const KIND: RunnerKind = { noun: 'child process', ended: 'killed' }
 
@@ -34,7 +31,7 @@ export interface ProcessSettings {
 }
 
 export function openChildProcess(settings: ProcessSettings, events: EndpointEvents): Endpoint {
-  const child = spawn(process.execPath, [...settings.execArgv, RUNNER_CONDITION, ENTRY], { env: settings.env, stdio: ['ignore', 'inherit', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...settings.execArgv, RUNNER_CONDITION, runnerEntry('process-entry')], { env: settings.env, stdio: ['ignore', 'inherit', 'pipe', 'pipe'] })
   const pipe = child.stdio[PIPE_FD] as Socket
   const pid = child.pid
   if (pid !== undefined) {

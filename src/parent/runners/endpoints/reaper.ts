@@ -11,9 +11,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import type { Socket } from 'node:net'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { packageRoot } from './runner-code.js'
 
-const ENTRY = fileURLToPath(new URL('./reaper-entry.js', import.meta.url))
 
 /** The pids of this process's runners that have not exited. */
 const runners = new Set<number>()
@@ -39,7 +39,7 @@ export function forgetRunner(pid: number): void {
 
 function startReaper(): ChildProcess {
   // Outside the permission model, with no flags or environment of the host's: it needs neither.
-  const child = spawn(process.execPath, [ENTRY], { stdio: ['pipe', 'ignore', 'inherit'], env: {} })
+  const child = spawn(process.execPath, [join(packageRoot(), 'dist', 'parent', 'runners', 'endpoints', 'reaper-entry.js')], { stdio: ['pipe', 'ignore', 'inherit'], env: {} })
   const lost = () => {
     if (reaper === child) reaper = undefined
   }

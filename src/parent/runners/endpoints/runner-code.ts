@@ -1,13 +1,28 @@
 /**
- * The code a runner runs: the build's bundle of the package (dist/runner/, written by
- * scripts/bundle-runner.mjs), a few files where tsc writes a hundred modules, whose loading one by
- * one was most of a new runner's start. A runner is started under the condition below, so every
- * import of the package inside it (its own entry's, an agent module's) resolves to the bundle
- * (package.json `exports`), and it holds one copy of each class. The host keeps tsc's files.
+ * The package's files that runners need. A runner runs the build's bundle of the package
+ * (dist/runner/, written by scripts/bundle-runner.mjs), a few files where tsc writes a hundred
+ * modules, whose loading one by one was most of a new runner's start. It is started under the
+ * condition below, so every import of the package inside it (its own entry's, an agent module's)
+ * resolves to the bundle (package.json `exports`), and it holds one copy of each class. The host
+ * keeps tsc's files.
  */
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+
 export const RUNNER_CONDITION = '--conditions=subagent-worker-runner'
 
+let root: string | undefined
+
+/**
+ * The package's folder, found by the package's own name: the same from tsc's files and from the
+ * runner's bundle, whose modules sit at another depth under dist/ (a host made inside a runner
+ * runs from the bundle).
+ */
+export function packageRoot(): string {
+  return (root ??= dirname(createRequire(import.meta.url).resolve('subagent-worker/package.json')))
+}
+
 /** A runner entry in the bundle: the worker thread's or the child process's. */
-export function runnerEntry(name: 'entry' | 'process-entry'): URL {
-  return new URL(`../../../runner/${name}.js`, import.meta.url)
+export function runnerEntry(name: 'entry' | 'process-entry'): string {
+  return join(packageRoot(), 'dist', 'runner', `${name}.js`)
 }

@@ -15,6 +15,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'nod
 import { fileURLToPath } from 'node:url'
 import type { ResourceLimits } from 'node:worker_threads'
 import { InvalidOptionError } from '../../options.js'
+import { packageRoot } from './runner-code.js'
 
 export interface SandboxOptions {
   /** Absolute paths (files, or folders and all below them) a child may read, beyond its own code. */
@@ -155,7 +156,7 @@ function runnerCode(): string[] {
       if (dependency) visit(dependency)
     }
   }
-  visit(resolve(fileURLToPath(new URL('../../../..', import.meta.url))))
+  visit(packageRoot())
   return (code = [...found])
 }
 

@@ -15,8 +15,6 @@ import type { Endpoint, EndpointEvents, Exit } from '../runner-site.js'
 import { threadNice } from './priority.js'
 import { RUNNER_CONDITION, runnerEntry } from './runner-code.js'
 
-const ENTRY = runnerEntry('entry')
-
 const KIND: RunnerKind = { noun: 'worker thread', ended: 'terminated' }
 
 /** How long the frame port may stay open after the thread's exit before the host closes it (its close is normally at once). */
@@ -57,13 +55,23 @@ function startThread(options: WorkerOptions): Worker {
   for (;;) {
     const inherited = (threadArgv ??= process.execArgv)
     try {
-      return new Worker(ENTRY, { ...options, execArgv: [...inherited, RUNNER_CONDITION] })
+      return new Worker(runnerEntry('entry'), { ...options, execArgv: [...inherited, RUNNER_CONDITION] })
     } catch (error) {
-      const refused = refusedOptions(error)
-      if (!inherited.some((option) => refused.has(option))) throw error
-      threadArgv = withoutRefused(inherited, refused)
+      if ((error as { code?: unknown }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV' || inherited.length === 0) throw error
+      const refused = refusedOptions(error as Error)
+      threadArgv = inherited.some((option) => refused.has(option)) ? withoutRefused(inherited, refused) : noneOf(inherited, error as Error)
     }
   }
+}
+
+/**
+ * Node refused options it names otherwise than the host gave them (an alias, such as
+ * `--experimental-shadow-realm`, is refused by the flag it stands for): the threads take none
+ * of the host's options, and say so once.
+ */
+function noneOf(inherited: readonly string[], refusal: Error): string[] {
+  process.emitWarning(`runner threads take none of this process's Node options (${inherited.join(' ')}): ${refusal.message}`, { code: 'SUBAGENT_THREAD_OPTIONS' })
+  return []
 }
 
 /** `options` less the refused ones, each with its value where that is the next argument (`--title name`). */
@@ -71,10 +79,8 @@ function withoutRefused(options: readonly string[], refused: ReadonlySet<string>
   return options.filter((option, i) => !refused.has(option) && !(refused.has(options[i - 1]!) && !option.startsWith('-')))
 }
 
-/** The options Node named in refusing a thread's (ERR_WORKER_INVALID_EXEC_ARGV), if that is the error. */
-function refusedOptions(error: unknown): Set<string> {
-  if ((error as { code?: unknown }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') return new Set()
-  const { message } = error as Error
+/** The options Node named in refusing a thread's (ERR_WORKER_INVALID_EXEC_ARGV). */
+function refusedOptions({ message }: Error): Set<string> {
   return new Set(message.slice(message.indexOf(': ') + 2).split(', '))
 }
 
