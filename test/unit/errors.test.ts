@@ -1,6 +1,6 @@
 /** Every error class the library throws shares one base and a stable code, and keeps its own name and `instanceof`. */
-import { describe, expect, it } from 'vitest'
-import { InvalidOptionError, ProtocolError, SessionLiveError, SubagentDepthError, UnsupportedSchemaError } from '../../dist/index.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { InvalidOptionError, ProtocolError, SessionLiveError, SubagentDepthError, ToolError, UnsupportedSchemaError } from '../../dist/index.js'
 import { ModelEndpointError } from '../../dist/agent/models/endpoint-failure.js'
 import { RunnerLostError } from '../../dist/parent/runners/remote-child.js'
 import { messageOf, subagentError, SubagentError, SubagentTypeError } from '../../dist/protocol/errors.js'
@@ -72,4 +72,27 @@ describe('InvalidOptionError names the value the caller gave', () => {
   for (const [what, value, message] of cases) {
     it(what, () => expect(new InvalidOptionError('limits.timeoutMs', value, 'a positive whole number').message).toBe(message))
   }
+})
+
+describe('ToolError: one class across copies of the package', () => {
+  // The runner's bundle of the package (no declarations of its own: it is the same package).
+  const bundle = new URL('../../dist/runner/index.js', import.meta.url).href
+  let RunnerToolError: typeof ToolError
+  beforeAll(async () => {
+    RunnerToolError = ((await import(bundle)) as typeof import('../../dist/index.js')).ToolError
+  })
+
+  it("a runner bundle's ToolError is a ToolError of tsc's files, and the other way round", () => {
+    expect(RunnerToolError).not.toBe(ToolError)
+    expect(new RunnerToolError('no', 'DENIED')).toBeInstanceOf(ToolError)
+    expect(new ToolError('no', 'DENIED')).toBeInstanceOf(RunnerToolError)
+  })
+
+  it('a subclass keeps its own check, and nothing else passes for a ToolError', () => {
+    class PolicyError extends ToolError {}
+    expect(new PolicyError('no', 'DENIED')).toBeInstanceOf(ToolError)
+    expect(new PolicyError('no', 'DENIED')).toBeInstanceOf(PolicyError)
+    expect(new ToolError('no')).not.toBeInstanceOf(PolicyError)
+    for (const value of [new Error('no'), { code: 'DENIED', message: 'no' }, 'no', null, undefined]) expect(value).not.toBeInstanceOf(ToolError)
+  })
 })

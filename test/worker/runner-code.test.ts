@@ -15,6 +15,7 @@ import { closeWorkerHosts, workerHost } from '../support/worker-host.js'
 
 const MODULE = fileURLToPath(new URL('../fixtures/runner-code-module.mjs', import.meta.url))
 const NESTED_MODULE = fileURLToPath(new URL('../fixtures/nested-host-module.mjs', import.meta.url))
+const PATH_IMPORT_MODULE = fileURLToPath(new URL('../fixtures/path-import-module.mjs', import.meta.url))
 const HOST_SCRIPT = fileURLToPath(new URL('../fixtures/runner-options.mjs', import.meta.url))
 const BUNDLE_ENTRY = new URL('../../dist/runner/index.js', import.meta.url).href
 const CONDITION = '--conditions=subagent-worker-runner'
@@ -34,6 +35,15 @@ describe.each(POOLED)('%s transport: the code a runner runs', (isolation) => {
     const said = JSON.parse(toolResults(events)[0]!.content[0]!.text!) as RunnerCode
     expect(said.entry).toBe(BUNDLE_ENTRY)
     expect(said.execArgv).toContain(CONDITION)
+  })
+})
+
+describe.each(POOLED)('%s transport: a module with a copy of the package of its own', (isolation) => {
+  it('throws a ToolError the runner knows: its code and its exact text reach the model', async () => {
+    const fixture = workerHost(PATH_IMPORT_MODULE, [toolCallResponse('c1', 'refuse', {}), textResponse('done')], { isolation })
+    const { result, events } = await fixture.run()
+    expect(result.stopReason).toBe('completed')
+    expect(toolResults(events)[0]).toMatchObject({ isError: true, code: 'DENIED', content: [{ type: 'text', text: 'refused by policy' }] })
   })
 })
 

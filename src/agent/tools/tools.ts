@@ -91,6 +91,9 @@ export function toolSchema(tool: ToolDefinition): ToolSchema {
   return { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> }
 }
 
+/** Marks a ToolError of any copy of this package: one installed twice, or imported by a path. */
+const TOOL_ERROR = Symbol.for('subagent-worker.ToolError')
+
 /**
  * Thrown by a tool to give the model an error result with exactly this text (a plain throw is
  * reported as `tool "<name>" failed: <message>`).
@@ -102,6 +105,17 @@ export class ToolError extends Error {
   constructor(message: string, code: ToolErrorCode = 'FAILED') {
     super(message)
     this.code = code
+    Object.defineProperty(this, TOOL_ERROR, { value: true })
+  }
+
+  /**
+   * `instanceof ToolError` holds for another copy's ToolError too: a runner loads the package
+   * from its bundle, and a module that imports it by a path, or finds another install of it,
+   * has its own copy. A subclass's own check is the usual one.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== ToolError) return Function.prototype[Symbol.hasInstance].call(this, value)
+    return typeof value === 'object' && value !== null && (value as { [TOOL_ERROR]?: unknown })[TOOL_ERROR] === true
   }
 }
 
