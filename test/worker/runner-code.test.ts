@@ -5,6 +5,9 @@
  * of its own passes them on to its runner threads, but for those a thread refuses.
  */
 import { execFile } from 'node:child_process'
+import { cp, mkdtemp, rm, symlink } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -74,5 +77,27 @@ describe("a host's own Node options", () => {
     expect((JSON.parse(said) as RunnerCode).execArgv).toEqual([CONDITION])
     expect(stderr).toContain('[SUBAGENT_THREAD_OPTIONS]')
     expect(stderr).toContain('--experimental-shadow-realm')
+  })
+})
+
+describe('a build without the runner bundle (tsc alone)', () => {
+  it.each(POOLED)('a %s host says what is missing and how to build it, at createHost', async (isolation) => {
+    const root = fileURLToPath(new URL('../..', import.meta.url))
+    const copy = await mkdtemp(join(tmpdir(), 'subagent-worker-unbundled-'))
+    try {
+      await cp(join(root, 'package.json'), join(copy, 'package.json'))
+      await cp(join(root, 'dist'), join(copy, 'dist'), { recursive: true, filter: (path) => !path.startsWith(join(root, 'dist', 'runner')) })
+      await symlink(join(root, 'node_modules'), join(copy, 'node_modules'), 'dir')
+      const script = `import('${new URL('dist/index.js', `file://${copy}/`).href}').then(({ createHost }) => {
+        try { createHost({ isolation: '${isolation}' }); console.log('created') } catch (error) { console.log(JSON.stringify({ code: error.code, message: error.message })) }
+      })`
+      const { stdout } = await promisify(execFile)(process.execPath, ['-e', script], { timeout: 30_000 })
+      const { code, message } = JSON.parse(stdout) as { code: string; message: string }
+      expect(code).toBe('ERR_SUBAGENT_ENTRY')
+      expect(message).toContain(join(copy, 'dist', 'runner'))
+      expect(message).toContain('npm run build')
+    } finally {
+      await rm(copy, { recursive: true, force: true })
+    }
   })
 })

@@ -6,8 +6,10 @@
  * resolves to the bundle (package.json `exports`), and it holds one copy of each class. The host
  * keeps tsc's files.
  */
+import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { subagentError } from '../../../protocol/errors.js'
 
 export const RUNNER_CONDITION = '--conditions=subagent-worker-runner'
 
@@ -22,7 +24,15 @@ export function packageRoot(): string {
   return (root ??= dirname(createRequire(import.meta.url).resolve('subagent-worker/package.json')))
 }
 
+/** Whether the bundle was found once: it is written by the build's last step, which a `tsc` alone skips. */
+let bundled = false
+
 /** A runner entry in the bundle: the worker thread's or the child process's. */
 export function runnerEntry(name: 'entry' | 'process-entry'): string {
-  return join(packageRoot(), 'dist', 'runner', `${name}.js`)
+  const entry = join(packageRoot(), 'dist', 'runner', `${name}.js`)
+  if (!bundled && !existsSync(entry)) {
+    throw subagentError('ERR_SUBAGENT_ENTRY', `the runner's code is missing (${entry}): the package was built without its last step; build it with \`npm run build\``)
+  }
+  bundled = true
+  return entry
 }
