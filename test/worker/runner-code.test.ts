@@ -11,8 +11,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterEach, describe, expect, it } from 'vitest'
-import { textResponse, toolCallResponse } from 'subagent-worker'
-import { POOLED } from '../support/harness.js'
+import { createHost, ScriptedModel, textResponse, toolCallResponse, type ScriptEntry } from 'subagent-worker'
+import { BULLMQ, ownRunnerOptions, POOLED, TRANSPORTS, type TransportName } from '../support/harness.js'
 import { toolResults } from '../support/loop-helpers.js'
 import { closeWorkerHosts, workerHost } from '../support/worker-host.js'
 
@@ -30,23 +30,40 @@ interface RunnerCode {
   execArgv: string[]
 }
 
-describe.each(POOLED)('%s transport: the code a runner runs', (isolation) => {
-  it("an agent module's import of the package resolves to the runner's bundle", async () => {
-    const fixture = workerHost(MODULE, [toolCallResponse('c1', 'runner_code', {}), textResponse('done')], { isolation })
-    const { result, events } = await fixture.run()
+/** Every transport whose children run on a runner: a node of the test's own on bullmq. */
+const RUNNERS: readonly TransportName[] = BULLMQ ? [...POOLED, 'bullmq'] : POOLED
+
+/** One delegation on `transport` with `module`; the tool results the host recorded. */
+async function delegateOnce(transport: TransportName, module: string, script: ScriptEntry[], onTestFinished: (fn: () => Promise<void>) => void) {
+  const host = createHost({ ...(await ownRunnerOptions(transport, [module], onTestFinished)), agentModule: module })
+  try {
+    host.models.register('scripted', new ScriptedModel(script))
+    const parent = host.createAgent({ options: { provider: 'scripted' } })
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal })
+    const result = await run.result
+    const events = host.agents.get(run.id)!.session.events
+    await run.dispose()
+    return { result, results: toolResults(events) }
+  } finally {
+    await host.close()
+  }
+}
+
+describe.each(RUNNERS)('%s transport: the code a runner runs', (transport) => {
+  it("an agent module's import of the package resolves to the runner's bundle", async ({ onTestFinished }) => {
+    const { result, results } = await delegateOnce(transport, MODULE, [toolCallResponse('c1', 'runner_code', {}), textResponse('done')], onTestFinished)
     expect(result.stopReason).toBe('completed')
-    const said = JSON.parse(toolResults(events)[0]!.content[0]!.text!) as RunnerCode
+    const said = JSON.parse(results[0]!.content[0]!.text!) as RunnerCode
     expect(said.entry).toBe(BUNDLE_ENTRY)
     expect(said.execArgv).toContain(CONDITION)
   })
 })
 
-describe.each(POOLED)('%s transport: a module with a copy of the package of its own', (isolation) => {
-  it('throws a ToolError the runner knows: its code and its exact text reach the model', async () => {
-    const fixture = workerHost(PATH_IMPORT_MODULE, [toolCallResponse('c1', 'refuse', {}), textResponse('done')], { isolation })
-    const { result, events } = await fixture.run()
+describe.each(TRANSPORTS)('%s transport: a module with a copy of the package of its own', (transport) => {
+  it('throws a ToolError the runner knows: its code and its exact text reach the model', async ({ onTestFinished }) => {
+    const { result, results } = await delegateOnce(transport, PATH_IMPORT_MODULE, [toolCallResponse('c1', 'refuse', {}), textResponse('done')], onTestFinished)
     expect(result.stopReason).toBe('completed')
-    expect(toolResults(events)[0]).toMatchObject({ isError: true, code: 'DENIED', content: [{ type: 'text', text: 'refused by policy' }] })
+    expect(results[0]).toMatchObject({ isError: true, code: 'DENIED', content: [{ type: 'text', text: 'refused by policy' }] })
   })
 })
 
