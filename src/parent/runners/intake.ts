@@ -47,9 +47,8 @@ export class FrameIntake {
 
   accept(frame: unknown): void {
     if (this.#state === 'closed') return
-    const long = lengthRefusal(frame)
-    if (long) return this.#refuse(long)
     const messages = sizeOf(frame)
+    if (typeof messages === 'string') return this.#refuse(messages)
     const refused = refusal(frame, messages)
     if (refused) return this.#refuse(refused)
     if (this.#state === 'open') return this.#read(frame, messages)
@@ -115,30 +114,20 @@ export class FrameIntake {
 }
 
 /**
- * Why a frame is refused by its arrays' lengths alone, if it is: checked before anything loops
- * over them, since a sparse array crosses in a few bytes whatever length it claims, and a loop
- * over it would hold the host's thread for as long as the runner likes.
- */
-function lengthRefusal(frame: unknown): string | undefined {
-  if (!Array.isArray(frame)) return undefined
-  const { frameMessages, frameBytes } = RUNNER_BOUNDS
-  if (frame.length > frameMessages) return `a frame of ${frame.length} messages (one frame may carry at most ${frameMessages})`
-  for (const message of frame) {
-    if (textsOf(message).length > MAX_ITEMS || eventsOf(message).length > MAX_ITEMS) return `a frame larger than ${frameBytes} bytes`
-  }
-  return undefined
-}
-
-/**
  * The messages a frame makes on the host: a `texts` message one for each child it names (the
  * events message the host makes for that child's chunks, as a child's own `events` counts one
- * however many events it holds).
+ * however many events it holds). Or why the frame is refused by its arrays' lengths alone: each
+ * is checked before anything loops over it, since a sparse array crosses in a few bytes whatever
+ * length it claims, and a loop over it would hold the host's thread for as long as the runner likes.
  */
-function sizeOf(frame: unknown): number {
+function sizeOf(frame: unknown): number | string {
   if (!Array.isArray(frame)) return 1
+  const { frameMessages, frameBytes } = RUNNER_BOUNDS
+  if (frame.length > frameMessages) return `a frame of ${frame.length} messages (one frame may carry at most ${frameMessages})`
   let messages = frame.length
   for (const message of frame) {
     const texts = textsOf(message)
+    if (texts.length > MAX_ITEMS || eventsOf(message).length > MAX_ITEMS) return `a frame larger than ${frameBytes} bytes`
     if (texts.length > 2) messages += childrenIn(texts) - 1
   }
   return messages
