@@ -15,7 +15,7 @@ export function toCallOptions(request: ModelRequest): CallOptions {
   }
   const options: CallOptions = { prompt, abortSignal: request.signal }
   if (request.tools !== undefined) {
-    options.tools = request.tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, inputSchema: tool.parameters }))
+    options.tools = request.tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, inputSchema: tool.parameters as Record<string, unknown> }))
   }
   if (request.maxTokens !== undefined) options.maxOutputTokens = request.maxTokens
   return options

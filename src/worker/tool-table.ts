@@ -4,9 +4,9 @@
  * instead of carrying its schema, which both ends would otherwise encode and decode with every
  * call. A module's tools are read once, when it loads, as its hooks are.
  */
-import type { ToolSchema } from '../agent/models/model.js'
+import type { ToolSchema as RequestTool } from '../agent/models/model.js'
 import { toolSchema, type ToolDefinition } from '../agent/tools/tools.js'
-import type { ToolRef } from '../protocol/shapes/model.js'
+import type { ToolRef, ToolSchema } from '../protocol/shapes/model.js'
 
 export class ToolTable {
   readonly schemas: readonly ToolSchema[]
@@ -19,11 +19,12 @@ export class ToolTable {
   }
 
   /** Each tool as a call names it: the table's index where the schema is the table's own, else the schema itself. */
-  refer(tools: readonly ToolSchema[]): ToolRef[] {
+  refer(tools: readonly RequestTool[]): ToolRef[] {
     return tools.map((tool) => {
       const index = this.#index.get(tool.name)
       const own = index === undefined ? undefined : this.schemas[index]
-      return own && own.description === tool.description && own.parameters === tool.parameters ? index! : tool
+      // A child's request lists `toolSchema`s, whose parameters are records; the host checks the call anyway.
+      return own && own.description === tool.description && own.parameters === tool.parameters ? index! : (tool as ToolSchema)
     })
   }
 }

@@ -1,10 +1,23 @@
 /** The model seam: one streamed request per loop step. */
-import type { ModelMessage, ModelRequestData, ToolSchema } from '../../protocol/shapes/model.js'
+import type { ModelMessage, ModelRequestData } from '../../protocol/shapes/model.js'
 import type { StreamChunk } from '../../protocol/shapes/stream.js'
 
-export type { ModelMessage, ToolSchema }
+export type { ModelMessage }
 
-export interface ModelRequest extends ModelRequestData {
+/**
+ * What the model sees of a tool. `parameters` is any JSON Schema object, typed `object` as a
+ * caller's schema usually is; the wire's shape (a record) is what a checked frame gives, and is
+ * one of these.
+ */
+export interface ToolSchema {
+  name: string
+  description: string
+  parameters: object
+}
+
+export interface ModelRequest extends Omit<ModelRequestData, 'tools'> {
+  /** Absent, not empty, when the agent can see no tool. */
+  tools?: ToolSchema[]
   /** Aborted with the cancel reason when the agent is cancelled. */
   signal: AbortSignal
 }

@@ -7,7 +7,7 @@
 import type { ToolFilter } from '../../protocol/shapes/child.js'
 import type { ToolErrorCode } from '../../protocol/shapes/session.js'
 import type { AgentView } from '../view.js'
-import type { ToolSchema } from '../models/model.js'
+import type { ToolSchema } from '../../protocol/shapes/model.js'
 import type { Infer } from './infer.js'
 import { checkSchemaSubset } from './schema.js'
 import { isLibrarySchema, toJsonSchema } from './to-json-schema.js'

@@ -10,6 +10,7 @@ import {
   type SubagentArgs,
   type SubagentEndEvent,
   type SubagentResult,
+  type ToolSchema,
   type TurnOutcome,
 } from 'subagent-worker'
 import { z } from 'zod'
@@ -47,6 +48,10 @@ for (const isolation of ['inline', 'worker', 'process'] as const) {
 
   const turn: TurnOutcome = await parent.run('Hi')
   const args: SubagentArgs = { description: 'a task', prompt: 'do it' }
+  // DESIGN.md types a tool's parameters as any object, as a caller's JSON Schema usually is.
+  const parameters: object = { type: 'object' }
+  const tool: ToolSchema = { name: 'measure', description: 'Counts words.', parameters }
+  void tool
   await parent.dispose()
   await host.close()
 
