@@ -87,6 +87,14 @@ describe("a host's own Node options", () => {
     expect(execArgv).toEqual(['--conditions=a-condition-of-the-hosts', CONDITION])
   })
 
+  it('reach them from NODE_OPTIONS too, quoted as Node reads it, but for those a thread refuses', async () => {
+    const NODE_OPTIONS = '--max-old-space-size=512 --conditions="from node options" --enable-source-maps --title "a host"'
+    const { stdout } = await promisify(execFile)(process.execPath, ['--conditions=from-the-command-line', HOST_SCRIPT], { timeout: 50_000, env: { ...process.env, NODE_OPTIONS } })
+    const { stopReason, said } = JSON.parse(stdout) as { stopReason: string; said: string }
+    expect(stopReason).toBe('completed')
+    expect((JSON.parse(said) as RunnerCode).execArgv).toEqual(['--conditions=from node options', '--enable-source-maps', '--conditions=from-the-command-line', CONDITION])
+  })
+
   it('named otherwise in Node\'s refusal (an alias) are left out, with a warning; the runners start all the same', async () => {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--experimental-shadow-realm', HOST_SCRIPT], { timeout: 50_000 })
     const { stopReason, said } = JSON.parse(stdout) as { stopReason: string; said: string }

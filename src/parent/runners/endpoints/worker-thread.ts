@@ -43,17 +43,17 @@ export interface ThreadSettings {
 }
 
 /**
- * The host's own Node options that a runner thread takes: a thread given options of its own
- * (here, the runner condition) no longer inherits the host's, so they are passed on, less those a
- * thread refuses (V8's and the process's, such as `--max-old-space-size`, which hold for every
- * thread anyway). Node names the ones it refuses as it refuses them, before any thread starts;
- * learned once.
+ * The host's own Node options that a runner thread takes: a thread given options or an env of its
+ * own (here, the runner condition and `pool.env`) inherits neither the host's command line nor its
+ * `NODE_OPTIONS`, so both are passed on, less those a thread refuses (V8's and the process's, such
+ * as `--max-old-space-size`, which hold for every thread anyway). Node names the ones it refuses
+ * as it refuses them, before any thread starts; learned once.
  */
 let threadArgv: readonly string[] | undefined
 
 function startThread(options: WorkerOptions): Worker {
   for (;;) {
-    const inherited = (threadArgv ??= process.execArgv)
+    const inherited = (threadArgv ??= [...nodeOptions(process.env.NODE_OPTIONS ?? ''), ...process.execArgv])
     try {
       return new Worker(runnerEntry('entry'), { ...options, execArgv: [...inherited, RUNNER_CONDITION] })
     } catch (error) {
@@ -72,6 +72,30 @@ function startThread(options: WorkerOptions): Worker {
 function noneOf(inherited: readonly string[], refusal: Error): string[] {
   process.emitWarning(`runner threads take none of this process's Node options (${inherited.join(' ')}): ${refusal.message}`, { code: 'SUBAGENT_THREAD_OPTIONS' })
   return []
+}
+
+/**
+ * `NODE_OPTIONS` as Node splits it: on spaces, but within double quotes, where a backslash takes
+ * the next character as it is; a quote itself starts no option. (The host started, so Node found
+ * it well formed.)
+ */
+export function nodeOptions(value: string): string[] {
+  const options: string[] = []
+  let option: string | undefined
+  let quoted = false
+  for (let i = 0; i < value.length; i++) {
+    const char = value[i]!
+    if (char === ' ' && !quoted) {
+      if (option !== undefined) options.push(option)
+      option = undefined
+    } else if (char === '"') {
+      quoted = !quoted
+    } else {
+      option = (option ?? '') + (char === '\\' && quoted ? (value[++i] ?? '') : char)
+    }
+  }
+  if (option !== undefined) options.push(option)
+  return options
 }
 
 /** `options` less the refused ones, each with its value where that is the next argument (`--title name`). */
