@@ -127,6 +127,26 @@ describe.each(TRANSPORTS)('§13 the continuable subagent tool and settlement not
     ])
   })
 
+  it('a notice names its settlement\'s stop reason, and has no second line when the activation left no assistant message', async () => {
+    const g = gate()
+    const failing: ScriptEntry = async () => {
+      await g.opened
+      throw new Error('the model is down')
+    }
+    const { host, parent, model } = fixture([start('c1'), textResponse('started it'), textResponse('noted')], [failing])
+    await parent.run('go')
+    const done = settled(host)
+    g.open()
+    const settlement = await done
+    expect(settlement).toMatchObject({ stopReason: 'error', activation: 1 })
+    expect(settlement.lastAssistantMessage).toBeUndefined()
+    const before = parent.session.events.length
+    await parent.run('anything new?')
+    const text = `subagent ${settlement.id} finished (error)`
+    expect(parent.session.events[before + 2]).toMatchObject({ type: 'user/message', data: { content: [{ type: 'text', text }], source: { kind: 'subagent-settlement', subagentId: settlement.id, activation: 1 } } })
+    expect(model.requests[2]!.messages.at(-1)).toEqual({ role: 'user', content: [{ type: 'text', text }] })
+  })
+
   it('run_in_background: false runs a one-shot in the foreground: the final text, and the child is disposed', async () => {
     const { host, parent } = fixture([start('c1', 'the task', { run_in_background: false }), textResponse('parent done')], [textResponse('child answer')])
     await parent.run('go')
