@@ -5,9 +5,9 @@
  * of its own passes them on to its runner threads, but for those a thread refuses.
  */
 import { execFile } from 'node:child_process'
-import { cp, mkdtemp, rm, symlink } from 'node:fs/promises'
+import { cp, mkdtemp, rm, symlink, utimes } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -105,24 +105,53 @@ describe("a host's own Node options", () => {
   })
 })
 
+/** A copy of the package's build, less the files `omit` names; removed when the test ends. */
+async function copyOfBuild(omit: (path: string) => boolean, onTestFinished: (fn: () => Promise<void>) => void): Promise<string> {
+  const root = fileURLToPath(new URL('../..', import.meta.url))
+  const copy = await mkdtemp(join(tmpdir(), 'subagent-worker-build-'))
+  onTestFinished(() => rm(copy, { recursive: true, force: true }))
+  await cp(join(root, 'package.json'), join(copy, 'package.json'))
+  await cp(join(root, 'dist'), join(copy, 'dist'), { recursive: true, filter: (path) => !omit(relative(root, path)) })
+  await symlink(join(root, 'node_modules'), join(copy, 'node_modules'), 'dir')
+  return copy
+}
+
+/** What `createHost({ isolation })` from `copy` printed, and its warnings. */
+async function createHostIn(copy: string, isolation: string) {
+  const script = `import('${new URL('dist/index.js', `file://${copy}/`).href}').then(({ createHost }) => {
+    try { const host = createHost({ isolation: '${isolation}' }); console.log('{"created":true}'); return host.close() } catch (error) { console.log(JSON.stringify({ code: error.code, message: error.message })) }
+  })`
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, ['-e', script], { timeout: 30_000 })
+  return { said: JSON.parse(stdout) as { created?: true; code?: string; message?: string }, stderr }
+}
+
 describe('a build without the runner bundle (tsc alone)', () => {
-  it.each(POOLED)('a %s host says what is missing and how to build it, at createHost', async (isolation) => {
-    const root = fileURLToPath(new URL('../..', import.meta.url))
-    const copy = await mkdtemp(join(tmpdir(), 'subagent-worker-unbundled-'))
-    try {
-      await cp(join(root, 'package.json'), join(copy, 'package.json'))
-      await cp(join(root, 'dist'), join(copy, 'dist'), { recursive: true, filter: (path) => !path.startsWith(join(root, 'dist', 'runner')) })
-      await symlink(join(root, 'node_modules'), join(copy, 'node_modules'), 'dir')
-      const script = `import('${new URL('dist/index.js', `file://${copy}/`).href}').then(({ createHost }) => {
-        try { createHost({ isolation: '${isolation}' }); console.log('created') } catch (error) { console.log(JSON.stringify({ code: error.code, message: error.message })) }
-      })`
-      const { stdout } = await promisify(execFile)(process.execPath, ['-e', script], { timeout: 30_000 })
-      const { code, message } = JSON.parse(stdout) as { code: string; message: string }
-      expect(code).toBe('ERR_SUBAGENT_ENTRY')
-      expect(message).toContain(join(copy, 'dist', 'runner'))
-      expect(message).toContain('npm run build')
-    } finally {
-      await rm(copy, { recursive: true, force: true })
-    }
+  it.for(POOLED)('a %s host says what is missing and how to build it, at createHost', async (isolation, { onTestFinished }) => {
+    const copy = await copyOfBuild((path) => path.startsWith(join('dist', 'runner')), onTestFinished)
+    const { said } = await createHostIn(copy, isolation)
+    expect(said.code).toBe('ERR_SUBAGENT_ENTRY')
+    expect(said.message).toContain(join(copy, 'dist', 'runner'))
+    expect(said.message).toContain('npm run build')
+  })
+})
+
+describe('a bundle older than the files tsc wrote after it (tsc alone, after a build)', () => {
+  it.for(POOLED)('a %s host warns once that its runners would run the older code, and how to build it', async (isolation, { onTestFinished }) => {
+    const copy = await copyOfBuild(() => false, onTestFinished)
+    const entry = join(copy, 'dist', 'worker', isolation === 'worker' ? 'entry.js' : 'process-entry.js')
+    const later = new Date(Date.now() + 60_000)
+    await utimes(entry, later, later)
+    const { said, stderr } = await createHostIn(copy, isolation)
+    expect(said.created).toBe(true)
+    expect(stderr.match(/\[SUBAGENT_STALE_RUNNER_CODE\]/g)).toHaveLength(1)
+    expect(stderr).toContain(join(copy, 'dist', 'runner'))
+    expect(stderr).toContain('npm run build')
+  })
+
+  it.for(POOLED)('a %s host of a fresh build, or of a copy made file by file, says nothing', async (isolation, { onTestFinished }) => {
+    const copy = await copyOfBuild(() => false, onTestFinished)
+    const { said, stderr } = await createHostIn(copy, isolation)
+    expect(said.created).toBe(true)
+    expect(stderr).not.toContain('SUBAGENT_STALE_RUNNER_CODE')
   })
 })

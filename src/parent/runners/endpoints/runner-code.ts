@@ -6,7 +6,7 @@
  * resolves to the bundle (package.json `exports`), and it holds one copy of each class. The host
  * keeps tsc's files.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { subagentError } from '../../../protocol/errors.js'
@@ -27,12 +27,28 @@ export function packageRoot(): string {
 /** Whether the bundle was found once: it is written by the build's last step, which a `tsc` alone skips. */
 let bundled = false
 
+/**
+ * How much newer than the bundle tsc's file of an entry may be before the bundle counts as built
+ * from older files: a copy of the package made file by file (`cp -r`) writes them a moment apart,
+ * and a package from npm gives every file one time.
+ */
+const STALE_AFTER_MS = 1000
+
 /** A runner entry in the bundle: the worker thread's or the child process's. */
 export function runnerEntry(name: 'entry' | 'process-entry'): string {
   const entry = join(packageRoot(), 'dist', 'runner', `${name}.js`)
-  if (!bundled && !existsSync(entry)) {
+  if (bundled) return entry
+  if (!existsSync(entry)) {
     throw subagentError('ERR_SUBAGENT_ENTRY', `the runner's code is missing (${entry}): the package was built without its last step; build it with \`npm run build\``)
   }
   bundled = true
+  warnIfStale(entry, join(packageRoot(), 'dist', 'worker', `${name}.js`))
   return entry
+}
+
+/** A `tsc` run alone after a build leaves runners on the code before it: said once, as the host would otherwise run two versions of the package without a sign. */
+function warnIfStale(bundle: string, compiled: string): void {
+  const compiledAt = statSync(compiled, { throwIfNoEntry: false })?.mtimeMs
+  if (compiledAt === undefined || compiledAt <= statSync(bundle).mtimeMs + STALE_AFTER_MS) return
+  process.emitWarning(`the runner's code (${bundle}) is older than tsc's files beside it: runners would run the package as it was built before; build it with \`npm run build\``, { code: 'SUBAGENT_STALE_RUNNER_CODE' })
 }
