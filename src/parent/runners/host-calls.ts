@@ -130,21 +130,26 @@ export class HostCalls implements RpcHandlers {
    * guidance of each tool listed that it sees, in the call's order, a host tool's and a module
    * tool's alike, each as the host has it. Most calls list the same guided tools as the last one.
    */
-  #systemPrompt(tools: readonly ToolSchema[] | undefined): string {
-    const { spec, placement } = this.#child
-    const guided: ToolDefinition[] = []
-    for (const { name } of tools ?? []) {
-      const tool = placement.tools.get(name) ?? placement.moduleTools.get(name)
-      if (tool?.guidance && this.#passes(name)) guided.push(tool)
-    }
-    const key = guided.map((tool) => tool.name).join('\0')
+  #systemPrompt(tools: readonly ToolSchema[] = NO_TOOLS): string {
+    let key = ''
+    for (const { name } of tools) if (this.#guided(name)) key += `${name}\0`
     if (this.#system === undefined || this.#systemKey !== key) {
-      this.#system = childSystemPrompt(spec, guided)
+      const guided = tools.map(({ name }) => this.#guided(name)).filter((tool) => tool !== undefined)
+      this.#system = childSystemPrompt(this.#child.spec, guided)
       this.#systemKey = key
     }
     return this.#system
   }
+
+  /** The tool of this name the child sees, when it has guidance for the system prompt. */
+  #guided(name: string): ToolDefinition | undefined {
+    const { placement } = this.#child
+    const tool = placement.tools.get(name) ?? placement.moduleTools.get(name)
+    return tool?.guidance && this.#passes(name) ? tool : undefined
+  }
 }
+
+const NO_TOOLS: readonly ToolSchema[] = []
 
 /** A call that will not be served: it ends as its runner cancels it (or the child ends), with that reason. */
 function abandoned(signal: AbortSignal): Promise<never> {

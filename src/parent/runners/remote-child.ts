@@ -24,7 +24,7 @@ import type { ChildSpec, RemoteToolDescriptor } from '../../protocol/shapes/chil
 import type { ContentBlock } from '../../protocol/shapes/content.js'
 import { fromWireError } from '../../protocol/shapes/error.js'
 import { fromWire, type HostMessage, type RunnerMessage, type WireEvent } from '../../protocol/messages.js'
-import type { Notice } from '../../protocol/shapes/notice.js'
+import { take, type Notice } from '../../protocol/shapes/notice.js'
 import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer, type RpcHandlers } from '../../protocol/rpc.js'
 import { cloneableReason } from '../../protocol/values.js'
@@ -205,14 +205,6 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     this.#channel.send({ type: 'notify', child: this.id, ...notice })
   }
 
-  /** A step took a notice (its `user/message` is recorded): a move no longer carries it. */
-  #took(source: unknown): void {
-    const { kind, subagentId, activation } = source as Partial<Notice['source']>
-    if (kind !== 'subagent-settlement') return
-    const at = this.#handed.findIndex((notice) => notice.source.subagentId === subagentId && notice.source.activation === activation)
-    if (at >= 0) this.#handed.splice(at, 1)
-  }
-
   async release(): Promise<void> {
     this.#letGo()
   }
@@ -321,7 +313,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       }
       if (event.type === 'assistant/message') this.#ledger.stepped()
       else if (event.type === 'tool/result') this.#ledger.recorded(event.data.callId)
-      else if (event.type === 'user/message' && this.#handed.length > 0) this.#took(event.data.source)
+      // A step took a notice: a move no longer carries it.
+      else if (event.type === 'user/message' && this.#handed.length > 0) take(this.#handed, event.data.source)
       this.#mirror.append(event)
     }
     return true

@@ -30,5 +30,17 @@ export function settlementNotice(settlement: { id: string; activation: number; s
   return { source: { kind: 'subagent-settlement', subagentId: id, activation }, text }
 }
 
+/**
+ * Takes from `handed` the notice a recorded `user/message` of this `source` is, if it is one: a
+ * step took it, so it is no longer to be handed again (to an activation after this one, or to the
+ * runner a moved child is rebuilt on).
+ */
+export function take(handed: Notice[], source: unknown): void {
+  const { kind, subagentId, activation } = source as Partial<NoticeSource>
+  if (kind !== 'subagent-settlement') return
+  const at = handed.findIndex((notice) => notice.source.subagentId === subagentId && notice.source.activation === activation)
+  if (at >= 0) handed.splice(at, 1)
+}
+
 /** What crosses to a runner hosting the parent: checked there by the host message's schema. */
 export const NoticeFields = { source: NoticeSource, text: { type: 'string', maxLength: NOTICE_MAX_CHARS } } as const

@@ -19,7 +19,7 @@ import type { ChildSpec } from '../../../agent/child.js'
 import { toContent } from '../../../agent/loop.js'
 import { textOf, type ContentBlock } from '../../../protocol/shapes/content.js'
 import type { SessionEvent } from '../../../protocol/shapes/session.js'
-import type { Notice } from '../../../protocol/shapes/notice.js'
+import { take, type Notice } from '../../../protocol/shapes/notice.js'
 import { messageOf, subagentError } from '../../../protocol/errors.js'
 import type { Budget } from '../budget.js'
 import { closeTurn } from '../close-turn.js'
@@ -293,13 +293,10 @@ export class ContinuableChild implements ContinuableRun {
 
 /** The notices handed to an activation that its steps never took: none of its `user/message` events has their source. */
 function untaken(activation: Activation, events: readonly SessionEvent[]): Notice[] {
-  if (activation.handed.length === 0) return []
-  const taken = new Set<string>()
-  for (let i = activation.from; i < events.length; i++) {
+  const left = [...activation.handed]
+  for (let i = activation.from; i < events.length && left.length > 0; i++) {
     const event = events[i]!
-    if (event.type !== 'user/message') continue
-    const source = event.data.source as { kind: string; subagentId?: unknown; activation?: unknown }
-    if (source.kind === 'subagent-settlement') taken.add(`${String(source.subagentId)}#${String(source.activation)}`)
+    if (event.type === 'user/message') take(left, event.data.source)
   }
-  return activation.handed.filter(({ source }) => !taken.has(`${source.subagentId}#${source.activation}`))
+  return left
 }
