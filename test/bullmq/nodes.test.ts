@@ -4,7 +4,8 @@
  * abort while queued, a host model's text kept in step when a child is cancelled mid-stream, the
  * grace enforced by the node, a node killed, a host killed, a node shut
  * down, a queue a node does not serve, a job edited in Redis (to carry a create, or to be no
- * child job at all), a claim forged by a client that did not take the job, a node of another
+ * child job at all), calls forged by module code on a node, a claim forged by a client that did
+ * not take the job, a node of another
  * protocol version; and direct placement: a start on a node with room goes with no job, a node
  * with none refuses and its host queues the child, a node silent after a direct create fails the
  * start (never queued again: it may have run), and the room a node tells its host.
@@ -19,7 +20,7 @@ import { deserialize, serialize } from 'node:v8'
 import { Queue, QueueEvents, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { describe, it } from 'vitest'
-import { createHost, ScriptedModel, textOf, textResponse, toolCallResponse, type Host, type ModelRequest, type ScriptEntry } from 'subagent-worker'
+import { createHost, defineTool, ScriptedModel, textOf, textResponse, toolCallResponse, type Host, type ModelRequest, type ScriptEntry } from 'subagent-worker'
 import { bullmqTransport } from 'subagent-worker/bullmq'
 import { PROTOCOL_VERSION } from '../../dist/protocol/messages.js'
 import { eventOf, expectCancelledMidStream } from '../support/driver-helpers.js'
@@ -410,6 +411,36 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const sum = (key: 'inputTokens' | 'outputTokens') => reported.reduce((total, usage) => total + usage[key], 0)
     expect(result).toMatchObject({ stopReason: 'completed', usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens') } })
     expect(result.totalUsage).toEqual({ inputTokens: sum('inputTokens') + 500, outputTokens: sum('outputTokens') + 70 })
+  })
+
+  it("forged calls from module code on a node are refused as on a thread: a host tool the child's filter denies, one needing approval, arguments breaking the schema, a payload not the method's, another model; none runs", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    await my.node(queue, { module: WIRE_MODULE })
+    const forge = (payload: object, method = 'tool') => toolCallResponse('f', 'forge', { frame: [{ type: 'rpc/call', child: '$self', call: 777, method, payload }], reply: 777 })
+    const cases = [
+      { payload: { name: 'secret', callId: 'x', args: {} }, request: { toolFilter: { deny: ['secret'] } }, error: { name: 'ToolError', message: 'unknown tool "secret"', code: 'UNKNOWN_TOOL' } },
+      { payload: { name: 'guarded', callId: 'x', args: {} }, error: { code: 'DENIED', message: expect.stringContaining('needs approval') } },
+      { payload: { name: 'typed', callId: 'x', args: { n: 'not a number' } }, error: { code: 'INVALID_ARGS', message: expect.stringContaining('invalid arguments for "typed"') } },
+      { payload: { name: 5, callId: 'x', args: {} }, error: { name: 'ProtocolError', message: expect.stringContaining('invalid payload for rpc method "tool"') } },
+      { payload: { provider: 'other' }, method: 'model', error: { name: 'ProtocolError', message: expect.stringContaining('may call only its own model "scripted", not "other"') } },
+    ]
+    const { host: h, parent } = my.host(queue, cases.flatMap((c) => [forge(c.payload, c.method), textResponse('done')]), { ...PATIENT, module: WIRE_MODULE })
+    const runs: string[] = []
+    for (const name of ['secret', 'guarded', 'typed']) {
+      h.tools.register(defineTool({ name, description: `The host's ${name}.`, parameters: { type: 'object', properties: { n: { type: 'integer' } } }, needsApproval: name === 'guarded', execute: () => (runs.push(name), 'ran') }))
+    }
+    const other = new ScriptedModel([textResponse('should never stream')])
+    h.models.register('other', other)
+    for (const { request, error } of cases) {
+      const child = await h.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal, ...request })
+      expect((await child.result).stopReason).toBe('completed')
+      const forged = h.agents.get(child.id)!.session.events.find((event) => event.type === 'tool/result' && event.data.name === 'forge')
+      expect(forged?.data).toMatchObject({ value: { type: 'rpc/error', error } })
+      await child.dispose()
+    }
+    expect(runs).toEqual([])
+    expect(other.requests).toHaveLength(0)
   })
 
   it('after an abort the node gives a stuck child abortGraceMs, then terminates its thread', async ({ expect, onTestFinished }) => {
