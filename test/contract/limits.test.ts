@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
@@ -165,6 +166,25 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     expect(await run.result).toEqual({ output: [], stopReason: 'aborted', diagnostic: 'the child exceeded limits.timeoutMs (3000 ms)' })
     // The module model was never asked: no step of the child was recorded.
     expect(fixture.host.agents.get(run.id)!.session.events.filter((event) => event.type === 'assistant/message')).toEqual([])
+    await run.dispose()
+  })
+
+  it.skipIf(transport === 'inline')("a child's own deadline runs from its publication: the time it waited to be built does not count", async ({ onTestFinished }) => {
+    const runner = await ownRunnerOptions(transport, [FAULT_MODULE], onTestFinished)
+    const fixture = setup(transport, ['hang', 'hang'], { ...runner, agentModule: FAULT_MODULE, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 1 } })
+    const blocker = await fixture.host.spawn.start({ prompt: 'hold the slot', parent: fixture.parent })
+    await fixture.model.requested(1)
+    const timeoutMs = 300
+    const starting = fixture.host.spawn.start({ prompt: 'go', parent: fixture.parent, limits: { timeoutMs } })
+    const published = new Promise<number>((resolve) => fixture.host.on('subagent/start', () => resolve(performance.now())))
+    // It waits past its deadline before it is built. A timer, read as a lower bound: a late one only waits longer.
+    await sleep(timeoutMs + 100)
+    await blocker.dispose()
+    const run = await starting
+    await fixture.model.requested(2)
+    expect(await run.result).toMatchObject({ stopReason: 'aborted', diagnostic: `the child exceeded limits.timeoutMs (${timeoutMs} ms)` })
+    // Counted from its publication, it ran its whole deadline (a timer may fire a millisecond early).
+    expect(performance.now() - (await published)).toBeGreaterThanOrEqual(timeoutMs - 5)
     await run.dispose()
   })
 
