@@ -17,7 +17,11 @@ import {
   defineTool,
   InvalidOptionError,
   ScriptedModel,
+  textOf,
   textResponse,
+  type ContentBlock,
+  type ModelRequest,
+  type ScriptEntry,
   type StreamChunk,
 } from 'subagent-worker'
 import { closeHosts, ownRunnerOptions, setup, TRANSPORTS, type Fixture } from '../support/harness.js'
@@ -209,6 +213,38 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     expect(grandchild).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
     // The grandchild asked for nothing and got what its parent had left after its first step.
     expect(limitsOf.get(grandchild.id)).toEqual({ maxTotalTokens: 90 })
+  })
+
+  it("a token budget spent by one grandchild cancels another still running (a background job waiting on its model) with the same reason", async () => {
+    // Requests are told apart by the task each child was given: the children run side by side.
+    let waiting!: () => void
+    const waited = new Promise<void>((resolve) => (waiting = resolve))
+    const task = (request: ModelRequest) => textOf((request.messages[0]!.content as ContentBlock[]).filter((block) => block.type === 'text'))
+    const route: ScriptEntry = async (request) => {
+      const steps = request.messages.filter((message) => message.role === 'assistant').length
+      switch (task(request)) {
+        case 'delegate':
+          return steps === 0 ? callStep('b1', 2, 'subagent', { description: 'waits', prompt: 'wait', run_in_background: true }) : callStep('d1', 2, 'subagent', { description: 'spends', prompt: 'spend' })
+        case 'wait':
+          waiting()
+          return new Promise<never>(() => {}) // until the child is cancelled
+        default:
+          await waited
+          return callStep('g1', 100)
+      }
+    }
+    const fixture = withNoop(setup(transport, [route, route, route, route, route]))
+    fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn' }))
+    const lifecycle = recordLifecycle(fixture.host)
+    const result = await fixture.host.spawn.run({ prompt: 'delegate', parent: fixture.parent, limits: { maxTotalTokens: 100 } })
+    const diagnostic = 'the child exceeded limits.maxTotalTokens (100 tokens)'
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic })
+    await lifecycle.ended(3)
+    const grandchildren = lifecycle.ends.filter((end) => end.depth === 2)
+    expect(grandchildren).toHaveLength(2)
+    for (const end of grandchildren) expect(end).toMatchObject({ stopReason: 'aborted', diagnostic })
+    // Four requests: the child's two steps, and one of each grandchild; nothing after the budget was spent.
+    expect(fixture.model.requests).toHaveLength(4)
   })
 
   it('the subagent tool passes its limits to every child and renders a limit stop as a cancelled run with the diagnostic', async () => {
