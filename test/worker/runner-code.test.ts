@@ -139,7 +139,7 @@ describe('a bundle older than the files tsc wrote after it (tsc alone, after a b
   it.for(POOLED)('a %s host warns once that its runners would run the older code, and how to build it', async (isolation, { onTestFinished }) => {
     const copy = await copyOfBuild(() => false, onTestFinished)
     const entry = join(copy, 'dist', 'worker', isolation === 'worker' ? 'entry.js' : 'process-entry.js')
-    const later = new Date(Date.now() + 60_000)
+    const later = new Date(Date.now() + 10 * 60_000)
     await utimes(entry, later, later)
     const { said, stderr } = await createHostIn(copy, isolation)
     expect(said.created).toBe(true)

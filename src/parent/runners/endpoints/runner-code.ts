@@ -29,10 +29,12 @@ let bundled = false
 
 /**
  * How much newer than the bundle tsc's file of an entry may be before the bundle counts as built
- * from older files: a copy of the package made file by file (`cp -r`) writes them a moment apart,
- * and a package from npm gives every file one time.
+ * from older files. A package from npm gives every file one time, but a copy made file by file
+ * (`cp -r`) writes them apart, by more than a second on a loaded machine, and a false warning
+ * would send a user to rebuild a package that is fine: a `tsc` run within the minute after a build
+ * goes unnamed instead.
  */
-const STALE_AFTER_MS = 1000
+const STALE_AFTER_MS = 60_000
 
 /** A runner entry in the bundle: the worker thread's or the child process's. */
 export function runnerEntry(name: 'entry' | 'process-entry'): string {
