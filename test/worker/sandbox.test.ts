@@ -5,14 +5,16 @@
  * error naming the permission, and each grant in `sandbox` works. When the host dies, its child
  * processes exit.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createHost, InvalidOptionError, textResponse, toolCallResponse, type HostOptions } from 'subagent-worker'
+import { permissionFlags } from '../../dist/parent/runners/endpoints/sandbox.js'
 import { POOLED } from '../support/harness.js'
 import { toolResults } from '../support/loop-helpers.js'
 import { closeWorkerHosts, workerHost } from '../support/worker-host.js'
@@ -117,6 +119,16 @@ describe('process transport: the agent module', () => {
     )
     const granted = workerHost(join(dir, 'agents.mjs'), [textResponse('loaded')], { isolation: 'process', sandbox: { fsRead: [join(dir, 'helper.mjs')] } })
     expect((await granted.run()).result.output).toEqual([{ type: 'text', text: 'loaded' }])
+  })
+})
+
+describe('process transport: a host itself under the permission model', () => {
+  it('starts its runners and their reaper where it may not read /bin, given the package and child processes', async () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url))
+    const script = fileURLToPath(new URL('../fixtures/permission-host.mjs', import.meta.url))
+    const grants = [root, realpathSync(join(root, 'node_modules'))].map((path) => `--allow-fs-read=${path}`)
+    const { stdout } = await promisify(execFile)(process.execPath, [...permissionFlags(), ...grants, '--allow-child-process', script], { timeout: 50_000 })
+    expect(JSON.parse(stdout)).toEqual({ stopReason: 'completed', diagnostic: null })
   })
 })
 

@@ -57,7 +57,16 @@ done
 let command: [string, string[]] | undefined
 
 function reaperCommand(): [string, string[]] {
-  return (command ??= existsSync('/bin/sh') ? ['/bin/sh', ['-c', REAPER_SH]] : [process.execPath, [join(packageRoot(), 'dist', 'parent', 'runners', 'endpoints', 'reaper-entry.js')]])
+  return (command ??= hasShell() ? ['/bin/sh', ['-c', REAPER_SH]] : [process.execPath, [join(packageRoot(), 'dist', 'parent', 'runners', 'endpoints', 'reaper-entry.js')]])
+}
+
+/** Whether there is a POSIX shell to run the script; a host under Node's permission model, not granted /bin, is told no by a throw. */
+function hasShell(): boolean {
+  try {
+    return existsSync('/bin/sh')
+  } catch {
+    return false
+  }
 }
 
 

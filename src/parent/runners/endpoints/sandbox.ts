@@ -61,7 +61,7 @@ export function processFlags(sandbox: SandboxOptions, agentModule: URL | undefin
 }
 
 /** `--permission` since Node 22.13 (stable); `--experimental-permission` before, with its warning silenced. */
-function permissionFlags(): string[] {
+export function permissionFlags(): string[] {
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number)
   if (major > 22 || (major === 22 && minor >= 13)) return ['--permission']
   return ['--experimental-permission', '--disable-warning=ExperimentalWarning']
