@@ -1,7 +1,8 @@
 /**
- * The reaper: a small process the host starts beside its child-process runners (see reaper.ts),
- * so that they die with the host even when one is blocked in a synchronous loop and cannot see
- * its IPC channel close. The host writes `+<pid>` for each runner it starts and `-<pid>` for each
+ * The reaper in Node: a small process the host starts beside its child-process runners (see
+ * reaper.ts, whose shell script does the same and is started instead wherever there is a
+ * `/bin/sh`), so that they die with the host even when one is blocked in a synchronous loop and
+ * cannot see its IPC channel close. The host writes `+<pid>` for each runner it starts and `-<pid>` for each
  * one that has exited, a line each, on this process's stdin. When stdin ends, the host is gone
  * (or has no runner left): every runner still listed is killed with SIGKILL, and the reaper exits.
  *

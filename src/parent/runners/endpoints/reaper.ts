@@ -69,7 +69,6 @@ function hasShell(): boolean {
   }
 }
 
-
 /** The pids of this process's runners that have not exited. */
 const runners = new Set<number>()
 /** The reaper while any runner runs; undefined before the first, after the last, or once it died. */
