@@ -9,7 +9,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -124,9 +124,11 @@ describe('process transport: the agent module', () => {
 
 describe('process transport: a host itself under the permission model', () => {
   it('starts its runners and their reaper where it may not read /bin, given the package and child processes', async () => {
-    const root = fileURLToPath(new URL('../..', import.meta.url))
+    const root = resolve(fileURLToPath(new URL('../..', import.meta.url)))
     const script = fileURLToPath(new URL('../fixtures/permission-host.mjs', import.meta.url))
-    const grants = [root, realpathSync(join(root, 'node_modules'))].map((path) => `--allow-fs-read=${path}`)
+    const modules = realpathSync(join(root, 'node_modules'))
+    // One grant when the dependencies are inside the checkout: with a grant nested in another, Node 20 did not resolve the package by its own name.
+    const grants = (modules.startsWith(`${root}/`) ? [root] : [root, modules]).map((path) => `--allow-fs-read=${path}`)
     const { stdout } = await promisify(execFile)(process.execPath, [...permissionFlags(), ...grants, '--allow-child-process', script], { timeout: 50_000 })
     expect(JSON.parse(stdout)).toEqual({ stopReason: 'completed', diagnostic: null })
   })
