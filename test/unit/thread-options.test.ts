@@ -1,6 +1,6 @@
-/** `NODE_OPTIONS` split as Node splits it, for the host's options a runner thread is given (endpoints/worker-thread.ts). */
+/** `NODE_OPTIONS` split as Node splits it, for the host's options a runner thread is given (endpoints/thread-start.ts). */
 import { describe, expect, it } from 'vitest'
-import { nodeOptions } from '../../dist/parent/runners/endpoints/worker-thread.js'
+import { nodeOptions } from '../../dist/parent/runners/endpoints/thread-start.js'
 
 describe('NODE_OPTIONS, split', () => {
   it.each([

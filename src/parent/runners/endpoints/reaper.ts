@@ -17,8 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import type { Socket } from 'node:net'
-import { join } from 'node:path'
-import { packageRoot } from './runner-code.js'
+import { distFile } from './runner-code.js'
 
 /**
  * reaper-entry.ts's steps in POSIX sh, with builtins only (its environment is empty, PATH too).
@@ -57,7 +56,7 @@ done
 let command: [string, string[]] | undefined
 
 function reaperCommand(): [string, string[]] {
-  return (command ??= hasShell() ? ['/bin/sh', ['-c', REAPER_SH]] : [process.execPath, [join(packageRoot(), 'dist', 'parent', 'runners', 'endpoints', 'reaper-entry.js')]])
+  return (command ??= hasShell() ? ['/bin/sh', ['-c', REAPER_SH]] : [process.execPath, [distFile('parent', 'runners', 'endpoints', 'reaper-entry.js')]])
 }
 
 /** Whether there is a POSIX shell to run the script; a host under Node's permission model, not granted /bin, is told no by a throw. */

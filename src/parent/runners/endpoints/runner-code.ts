@@ -24,6 +24,11 @@ export function packageRoot(): string {
   return (root ??= dirname(createRequire(import.meta.url).resolve('subagent-worker/package.json')))
 }
 
+/** A file of the package's build, by its path under dist/. */
+export function distFile(...path: string[]): string {
+  return join(packageRoot(), 'dist', ...path)
+}
+
 /** Whether the bundle was found once: it is written by the build's last step, which a `tsc` alone skips. */
 let bundled = false
 
@@ -38,13 +43,13 @@ const STALE_AFTER_MS = 60_000
 
 /** A runner entry in the bundle: the worker thread's or the child process's. */
 export function runnerEntry(name: 'entry' | 'process-entry'): string {
-  const entry = join(packageRoot(), 'dist', 'runner', `${name}.js`)
+  const entry = distFile('runner', `${name}.js`)
   if (bundled) return entry
   if (!existsSync(entry)) {
     throw subagentError('ERR_SUBAGENT_ENTRY', `the runner's code is missing (${entry}): the package was built without its last step; build it with \`npm run build\``)
   }
   bundled = true
-  warnIfStale(entry, join(packageRoot(), 'dist', 'worker', `${name}.js`))
+  warnIfStale(entry, distFile('worker', `${name}.js`))
   return entry
 }
 
