@@ -98,6 +98,52 @@ describe.each(TRANSPORTS)('%s transport: diagnostics channels', (transport) => {
     ])
   })
 
+  // CONTRACT.md §11: the request beyond a step or token limit is not made, so no step is published for it.
+  // The step that spends the token budget ends the turn with its calls cancelled (limits.test.ts); a step limit lets them run.
+  it.for([
+    ['maxSteps', { maxSteps: 1 }, { isError: false }],
+    ['maxTotalTokens', { maxTotalTokens: 1 }, { isError: true, code: 'ABORTED' }],
+  ] as const)('a turn a %s limit ends publishes the steps its model was asked for, and none for the request it refused', async ([limit, limits, callEnd]) => {
+    const { host, parent, model } = setup(transport, [toolCallResponse('c1', 'echo', { text: 'hi' }), textResponse('never asked')])
+    host.tools.register(defineTool({ name: 'echo', description: 'Echoes.', parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] }, execute: ({ text }) => `echo: ${text}` }))
+    const heard = listen()
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: signal(), limits })
+    expect(await run.result).toMatchObject({ stopReason: 'aborted', diagnostic: expect.stringContaining(`limits.${limit}`) })
+    await run.dispose()
+    expect(model.requests).toHaveLength(1)
+    expect(heard.steps.map((s) => [s.phase, s.step, s.finishReason, s.error])).toEqual([
+      ['start', 1, undefined, undefined],
+      ['end', 1, 'tool-calls', undefined],
+    ])
+    expect(heard.tools).toEqual([
+      expect.objectContaining({ phase: 'start', callId: 'c1' }),
+      expect.objectContaining({ phase: 'end', callId: 'c1', ...callEnd }),
+    ])
+  })
+
+  it('a step whose request was made and cancelled before its first output is still published, ended aborted', async () => {
+    const { host, parent } = setup(transport)
+    let asked!: () => void
+    const requested = new Promise<void>((resolve) => (asked = resolve))
+    host.models.register('silent', {
+      async *stream(request) {
+        asked()
+        await new Promise((resolve) => (request.signal?.aborted ? resolve(undefined) : request.signal?.addEventListener('abort', resolve, { once: true })))
+      },
+    })
+    const heard = listen()
+    const controller = new AbortController()
+    const run = await host.spawn.start({ prompt: 'wait', parent, signal: controller.signal, agentOptions: { provider: 'silent' } })
+    await requested
+    controller.abort()
+    expect((await run.result).stopReason).toBe('aborted')
+    await run.dispose()
+    expect(heard.steps.map((s) => [s.phase, s.step, s.error])).toEqual([
+      ['start', 1, undefined],
+      ['end', 1, 'aborted'],
+    ])
+  })
+
   // A move needs a runner the child can leave: two children on one thread or process.
   it.runIf(transport === 'worker' || transport === 'process')("a child moved while its request streams: that step ends with error 'moved', and the request made again is a step of its own", async () => {
     const { host, parent } = setup(transport, [toolCallResponse('c1', 'exit', { code: 7 })], { agentModule: FAULT_MODULE, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 } })

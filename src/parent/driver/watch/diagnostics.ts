@@ -9,13 +9,17 @@
  *   completes the previous step's calls, and ends at the `assistant/message` it produced: one with
  *   tool calls at once, one without at the `turn/end` it led to, whose reason says how the model
  *   finished (`max-tokens`; `blocked`, a refusal; else `stop`). A step whose turn ended before it
- *   produced anything is published (with `error`) only when the turn ended `error` or `aborted`:
- *   otherwise the loop never made that request. A `child/moved` ends the step it interrupts
+ *   produced anything is published (with `error`) only when the turn ended `error` or `aborted`,
+ *   and not by `maxSteps` or `maxTotalTokens`, which refuse the next request before it is made:
+ *   otherwise the loop never made that request. (A child cancelled by a token budget spent
+ *   elsewhere in its tree, before its model's first output, may have made it: it is not
+ *   published either, since the host cannot tell the two apart for a module model.) A `child/moved` ends the step it interrupts
  *   (`error: 'moved'`): the request is made again on the new runner, as a step of its own.
  * - a tool call starts at the `assistant/message` that announced it and ends at its `tool/result`.
  * Times are when the host recorded those events (epoch ms).
  */
 import { channel } from 'node:diagnostics_channel'
+import { asLimitReason } from '../../../agent/limit-stop.js'
 import type { ContentBlock } from '../../../protocol/shapes/content.js'
 import type { SessionEvent, TurnEndReason, Usage } from '../../../protocol/shapes/session.js'
 import type { SubagentEndEvent } from '../lifecycle.js'
@@ -164,6 +168,8 @@ export class ChildDiagnostics {
         this.#moved(now)
         break
       case 'turn/end':
+        // A turn a step or token limit ended was refused its next request: nothing was made.
+        if (refusedRequest(event.data.reason) && this.#state.kind === 'step' && !this.#state.announced) this.#state = IDLE
         this.#interrupt(turnError(event.data.reason), now, finishOf(event.data.reason))
         this.#state = IDLE
         break
@@ -278,6 +284,16 @@ export class ChildDiagnostics {
     if (!channels.tool.hasSubscribers) return
     channels.tool.publish(this.#with(Object.assign({ phase: 'end', callId, name: call.name, arguments: call.arguments, startTime: call.startTime, endTime: now } as const, outcome)) satisfies ToolMessage)
   }
+}
+
+/**
+ * Whether the turn ended at a limit the loop checks before each model request (and the host
+ * checks before serving one): the step after the last one it made was never requested.
+ */
+function refusedRequest(reason: TurnEndReason): boolean {
+  if (reason.kind !== 'aborted') return false
+  const limit = asLimitReason(reason.reason)?.limit
+  return limit === 'maxSteps' || limit === 'maxTotalTokens'
 }
 
 /** What a turn's end says went wrong, if anything. */
