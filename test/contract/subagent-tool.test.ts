@@ -184,13 +184,33 @@ describe.each(TRANSPORTS)('§6 the subagent tool [%s]', (transport) => {
     expect(job).toMatchObject({ status: 'failed', detail: 'error; diagnostic: no model registered under provider "nowhere"' })
   })
 
-  it('background: a job whose release failed keeps its outcome, with dispose failed appended', async () => {
-    const { host, parent } = fixture([call('d1', { run_in_background: true }), textResponse('parent done')], {}, [textResponse('background answer')], { store: failingStore() })
+  it('background: a job whose release failed keeps its outcome, with dispose failed appended, and job_output says both', async () => {
+    const { host, parent } = fixture(
+      [call('d1', { run_in_background: true }), toolCallResponse('o1', 'job_output', { job_id: 'job-1', wait: true }), textResponse('parent done')],
+      {},
+      [textResponse('background answer')],
+      { store: failingStore() },
+    )
     parent.followup('go')
     await parent.whenIdle()
     const job = await host.jobs.wait('job-1')
     expect(job).toMatchObject({ status: 'completed', output: 'background answer' })
     expect(job.detail).toMatch(/^dispose failed: session store failed for "\S+": disk full$/)
+    expect(text(results(parent.session.events)[1]!)).toBe(`job job-1 completed (${job.detail}):\nbackground answer`)
+  })
+
+  it('background: a killed job whose release failed says so in job_output', async () => {
+    const { host, parent } = fixture(
+      [call('d1', { run_in_background: true }), toolCallResponse('k1', 'job_kill', { job_id: 'job-1' }), textResponse('parent done')],
+      {},
+      ['hang'],
+      { store: failingStore() },
+    )
+    parent.followup('go')
+    await parent.whenIdle()
+    const job = host.jobs.get('job-1')!
+    expect(job).toMatchObject({ status: 'killed', detail: expect.stringMatching(/^dispose failed: session store failed for "\S+": disk full$/) })
+    expect(text(results(parent.session.events)[1]!)).toBe(`job job-1 was killed: ${job.detail}`)
   })
 
   it('with background disabled, run_in_background: true is an error', async () => {

@@ -14,12 +14,16 @@ export function createJobTools(host: Pick<Host, 'jobs'>): ToolDefinition[] {
     switch (job.status) {
       case 'running':
         return `job ${job.id} is running`
+      // A completed or killed job's detail is what went wrong beside its outcome (its release
+      // failed, the limit that stopped it): the model reads it too.
       case 'completed':
-        return `job ${job.id} completed:\n${job.output ?? ''}`
+        return `job ${job.id} completed${job.detail ? ` (${job.detail})` : ''}:\n${job.output ?? ''}`
       case 'failed':
         return `job ${job.id} failed: ${job.detail ?? 'unknown'}`
-      case 'killed':
-        return job.limit ? `job ${job.id} was killed: ${job.detail ?? `limits.${job.limit}`}` : `job ${job.id} was killed`
+      case 'killed': {
+        const why = job.detail ?? (job.limit && `limits.${job.limit}`)
+        return why ? `job ${job.id} was killed: ${why}` : `job ${job.id} was killed`
+      }
     }
   }
   const jobId = { job_id: { type: 'string', description: 'The job id returned when the job started.' } }
