@@ -197,8 +197,18 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
   })
 
   it("§7 a caller's own abort reason is the reason the child's model request and turn record, unchanged", async () => {
-    // null, 0 and '' are reasons too: none is taken for a missing one.
-    const reasons: unknown[] = [new Error('caller-specific reason'), { kind: 'mine', n: 1 }, 'a string', null, 0, '']
+    // null, 0 and '' are reasons too: none is taken for a missing one. A structured clone keeps
+    // neither an error's own fields nor (Node 20) a DOMException such as AbortSignal.timeout's.
+    const reasons: unknown[] = [
+      new Error('caller-specific reason'),
+      Object.assign(new Error('with a code'), { code: 'E_CALLER' }),
+      new DOMException('signal timed out', 'TimeoutError'),
+      { kind: 'mine', n: 1 },
+      'a string',
+      null,
+      0,
+      '',
+    ]
     const fx = setup(transport, reasons.map(() => 'hang' as const))
     for (const [i, reason] of reasons.entries()) {
       const controller = new AbortController()
@@ -206,9 +216,11 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
       await fx.model.requested(i + 1)
       controller.abort(reason)
       expect((await run.result).stopReason).toBe('aborted')
-      // Inline it is the very value; across a thread boundary, its structured clone.
-      expect(fx.model.requests[i]!.signal.reason).toEqual(reason)
-      expect(turnEnds(childEvents(fx.host, run))).toEqual([{ kind: 'aborted', reason }])
+      // The very value on every transport: the host keeps the caller's, whatever crossed to the runner.
+      expect(fx.model.requests[i]!.signal.reason).toBe(reason)
+      const [end] = turnEnds(childEvents(fx.host, run)) as Array<{ kind: string; reason: unknown }>
+      expect(end).toEqual({ kind: 'aborted', reason })
+      expect(end!.reason).toBe(reason)
       await run.dispose()
     }
   })

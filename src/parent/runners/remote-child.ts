@@ -18,16 +18,19 @@
  *       │                    │           placing ──slot──▶ rebuilding
  *       └──── create-failed, let go, runner gone, protocol error, cancel while moving ──▶ ended
  */
+import { isDeepStrictEqual } from 'node:util'
+import { asLimitReason } from '../../agent/limit-stop.js'
 import { argumentValidator } from '../../agent/tools/schema.js'
 import type { ToolDefinition } from '../../agent/tools/tools.js'
 import type { ChildSpec, RemoteToolDescriptor } from '../../protocol/shapes/child.js'
 import type { ContentBlock } from '../../protocol/shapes/content.js'
+import type { TurnEndReason } from '../../protocol/shapes/session.js'
 import { fromWireError } from '../../protocol/shapes/error.js'
 import { fromWire, type HostMessage, type RunnerMessage, type WireEvent } from '../../protocol/messages.js'
 import { take, type Notice } from '../../protocol/shapes/notice.js'
 import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer, type RpcHandlers } from '../../protocol/rpc.js'
-import { cloneableReason } from '../../protocol/values.js'
+import { cloneableReason, tryClone } from '../../protocol/values.js'
 import { messageOf, SubagentError, subagentError } from '../../protocol/errors.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
 import { CallLedger } from './call-ledger.js'
@@ -105,6 +108,12 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   #heldNotices: Notice[] = []
   /** Notices its runner was sent that no step of it took yet: a move hands them to the next runner. */
   #handed: Notice[] = []
+  /**
+   * The caller's cancel reason, and the copy of it the runner was sent: a copy may lose what a
+   * structured clone drops (a DOMException on Node 20, an error's own fields), so what the host
+   * records and serves keeps the caller's own (CONTRACT.md §7).
+   */
+  #cancelled: { reason: unknown; sent: unknown } | undefined
 
   constructor(spec: ChildSpec, mirror: ChildMirror, channel: RunnerChannel, options: RemoteChildOptions) {
     this.id = spec.id
@@ -186,8 +195,13 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     // Its model stream sends nothing after the abort, and what it holds goes before it: every delta
     // the host recorded reaches the runner before the abort does, so both records end the step
     // with the same chunks.
-    this.#rpc.mute('model')
-    this.#channel.send({ type: 'abort', child: this.id, reason: cloneableReason(reason) })
+    // An uncloneable reason is described to the runner, and the host keeps that description: a
+    // record holding it would fail to cross again (a child rebuilt elsewhere, its next activation).
+    const cloned = tryClone(reason)
+    const sent = cloned ? cloned.value : cloneableReason(reason)
+    if (cloned) this.#cancelled = { reason, sent }
+    this.#rpc.mute('model', cloned ? reason : undefined)
+    this.#channel.send({ type: 'abort', child: this.id, reason: sent })
     this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
   }
 
@@ -315,9 +329,23 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       else if (event.type === 'tool/result') this.#ledger.recorded(event.data.callId)
       // A step took a notice: a move no longer carries it.
       else if (event.type === 'user/message' && this.#handed.length > 0) take(this.#handed, event.data.source)
+      else if (event.type === 'turn/end') this.#callersReason(event.data)
       this.#mirror.append(event)
     }
     return true
+  }
+
+  /**
+   * A turn the caller's cancel ended records the caller's reason, not the runner's copy of it
+   * (which a process pipe encodes again). A runner's loop ends a turn aborted for the signal the
+   * host aborted, or at a limit: one it reached itself first keeps its own reason.
+   */
+  #callersReason(data: { reason: TurnEndReason }): void {
+    const cancelled = this.#cancelled
+    if (!cancelled || data.reason.kind !== 'aborted') return
+    const own = asLimitReason(data.reason.reason)
+    if (own && !isDeepStrictEqual(own, asLimitReason(cancelled.sent))) return
+    data.reason = { kind: 'aborted', reason: cancelled.reason }
   }
 
   /** Where the child is, as the host knows it: whether it may move, and how it then goes on. */
