@@ -104,6 +104,21 @@ describe.each(TRANSPORTS)('§13 the continuable subagent tool and settlement not
     expect(host.agents.get(id)).toBeDefined() // a continuable child outlives the call
   })
 
+  // §11: limits given through the tool's config and as the host's default reach every child the tool starts, continuable ones too.
+  it("a continuable child takes the tool config's limits and the host's default: its header holds both, and its step limit settles it aborted", async () => {
+    const f = setup(transport, [start('c1'), textResponse('started it')], { limits: { timeoutMs: 600_000 } })
+    const child = new ScriptedModel([toolCallResponse('n1', 'noop', {}), textResponse('never asked')])
+    f.host.models.register('child', child)
+    f.host.tools.register(defineTool({ name: 'noop', description: 'does nothing', parameters: { type: 'object' }, execute: () => 'ok' }))
+    f.host.tools.register(createSubagentTool(f.host, { provider: 'spawn', backgroundMode: 'continuable', agentOptions: { provider: 'child' }, limits: { maxSteps: 1 } }))
+    const done = settled(f.host)
+    await f.parent.run('go')
+    const settlement = await done
+    expect(settlement).toMatchObject({ activation: 1, stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxSteps (1 steps)' })
+    expect(child.requests).toHaveLength(1)
+    expect(f.host.agents.get(settlement.id)!.session.header.limits).toEqual({ maxSteps: 1, timeoutMs: 600_000 })
+  })
+
   it('an idle parent finds the notice at its next turn; the notice alone starts no turn', async () => {
     const g = gate()
     const { host, parent, model } = fixture([start('c1'), textResponse('started it'), textResponse('noted')], [gated(g, 'late answer')])
