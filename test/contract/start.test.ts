@@ -9,7 +9,7 @@ import {
   type SessionStore,
 } from 'subagent-worker'
 import { fileURLToPath } from 'node:url'
-import { closeHosts, eventsOf, setup, signal, TRANSPORTS, types } from '../support/harness.js'
+import { closeHosts, eventsOf, setup as setupHost, signal, TRANSPORTS, types } from '../support/harness.js'
 import {
   childEvents,
   childView,
@@ -29,6 +29,15 @@ afterEach(closeHosts)
 
 const MODULE_TOOL = fileURLToPath(new URL('../fixtures/module-tool.mjs', import.meta.url))
 const OBJECT_SCHEMA = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] }
+
+/**
+ * A host whose runners start when a child first needs one (the default keeps one warm from
+ * `createHost`): most starts here are refused before anything is published, and a refused start
+ * then costs no runner. The starts that publish take the on-demand path, which is a user's too.
+ */
+function setup(transport: (typeof TRANSPORTS)[number], script: Parameters<typeof setupHost>[1] = [], options: Parameters<typeof setupHost>[2] = {}) {
+  return setupHost(transport, script, { ...options, pool: { minThreads: 0, ...options.pool } })
+}
 
 function withStore(transport: (typeof TRANSPORTS)[number], script: Parameters<typeof setup>[1] = []) {
   const store: SessionStore = createMemoryStore()
