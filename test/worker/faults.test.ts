@@ -53,18 +53,26 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     await run.dispose()
   })
 
-  it("a terminated child's stored transcript ends with the end of its turn, saying why: nothing shown is missing on disk", async () => {
+  // CONTRACT.md §7: the turn records the caller's reason, unchanged, however the child was then stopped; the result's diagnostic says how.
+  it.for([
+    ['a plain abort', undefined, { kind: 'parent' }],
+    ["the caller's own reason", new DOMException('the caller gave up', 'TimeoutError'), undefined],
+  ] as const)("a terminated child's stored transcript ends with the end of its turn, for %s: nothing shown is missing on disk", async ([, given, recorded]) => {
     const { host, parent, store } = workerHost([toolCallResponse('c1', 'spin', {})])
     const controller = new AbortController()
     const run = await host.spawn.start({ prompt: 'spin', parent, signal: controller.signal })
     await untilToolRuns(run)
-    controller.abort()
-    const { diagnostic } = await run.result
+    controller.abort(given)
+    const { stopReason, diagnostic } = await run.result
+    expect(stopReason).toBe('aborted')
+    expect(diagnostic).toMatch(new RegExp(`did not stop within abortGraceMs \\(200 ms\\).*${stopped}`))
     const mirrored = [...host.agents.get(run.id)!.session.events]
     await run.dispose()
     const stored = (await store.read(run.id))!.events
     expect(stored).toEqual(mirrored)
-    expect(stored.at(-1)).toEqual({ seq: stored.length - 1, type: 'turn/end', data: { reason: { kind: 'aborted', reason: { kind: 'terminated', diagnostic } } } })
+    expect(stored.at(-1)).toEqual({ seq: stored.length - 1, type: 'turn/end', data: { reason: { kind: 'aborted', reason: recorded ?? given } } })
+    // The host's copy holds the very value the caller gave.
+    if (given) expect((mirrored.at(-1)!.data as { reason: { reason: unknown } }).reason.reason).toBe(given)
   })
 
   it.each([

@@ -5,26 +5,31 @@
  * child's activations: `from` is where the turn's events may begin (after a fork seed, or at the
  * activation's start).
  */
-import type { LimitReason } from '../../agent/limit-stop.js'
 import type { SessionEvent, TurnEndReason } from '../../protocol/shapes/session.js'
 import type { ChildOutcome } from '../transport.js'
 import { diagnosticText } from './result.js'
+
+/** The host cancelled the child with `reason`: the first cancel is the one its turn ends for. */
+export interface Cancel {
+  reason: unknown
+}
 
 export function closeTurn(
   events: readonly SessionEvent[],
   from: number,
   fault: NonNullable<ChildOutcome['fault']>,
-  limit: LimitReason | undefined,
+  cancel: Cancel | undefined,
   record: (event: SessionEvent) => void,
 ): void {
   let turn = events.length - 1
   while (turn >= from && events[turn]!.type !== 'turn/start' && events[turn]!.type !== 'turn/end') turn--
   if (turn < from || events[turn]!.type !== 'turn/start') return
   const diagnostic = diagnosticText(fault.diagnostic)
-  // A child stopped for a limit records the limit's reason, as a cooperative stop would have,
-  // however its runner went after the cancel (the grace, or a liveness check that came first).
-  const reason: TurnEndReason = limit
-    ? { kind: 'aborted', reason: limit }
+  // A cancelled child records the cancel's reason (the caller's own, a limit's, a dispose), as a
+  // cooperative stop would have, however its runner went after the cancel (the grace, or a
+  // liveness check that came first): the result's diagnostic says how it was stopped.
+  const reason: TurnEndReason = cancel
+    ? { kind: 'aborted', reason: cancel.reason }
     : fault.stopReason === 'aborted'
       ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } }
       : { kind: 'error', message: diagnostic }

@@ -10,7 +10,7 @@ import type { Budget } from './budget.js'
 import type { ChildOutcomeInfo } from './watch/diagnostics.js'
 import type { Lifecycle, SubagentEndEvent, SubagentStartEvent } from './lifecycle.js'
 import { extractResult } from './result.js'
-import { closeTurn } from './close-turn.js'
+import { closeTurn, type Cancel } from './close-turn.js'
 import type { EventsOptions } from './watch/feed.js'
 import type { SessionWriter } from './stores/store.js'
 import type { ChildHandle } from '../transport.js'
@@ -53,15 +53,13 @@ export class DelegationRun implements SubagentRun {
   readonly result: Promise<SubagentResult>
   readonly #init: RunInit
   readonly #hooks: RunHooks
-  #cancelled = false
-  /** The limit the host stopped the child for, when it did (first cancel wins, as in the child's turn). */
+  /** The host's cancel of the child, once it made one (the first wins, as in the child's turn). */
+  #cancel: Cancel | undefined
+  /** The limit the host stopped the child for, when that was the cancel. */
   #limit: LimitReason | undefined
   #disposal: Promise<void> | undefined
   readonly #publishedAt = performance.now()
-  readonly #onAbort = () => {
-    this.#cancelled = true
-    this.#init.handle.cancel(cancelReason(this.#init.signal))
-  }
+  readonly #onAbort = () => this.#cancelWith(cancelReason(this.#init.signal))
 
   /** Call right after publication and the `subagent/start` event. */
   constructor(init: RunInit, hooks: RunHooks) {
@@ -75,8 +73,8 @@ export class DelegationRun implements SubagentRun {
     // built (its budget node was marked then, with no owner to stop, and is never marked again).
     const spent = init.spent ?? init.budget.refusal()
     if (signal.aborted || spent) {
-      this.#cancelled = true
       this.#limit = signal.aborted ? undefined : spent
+      this.#cancel = { reason: this.#limit ?? cancelReason(signal) }
       this.result = Promise.resolve(this.#limit ? { output: [], stopReason: 'aborted', diagnostic: limitDiagnostic(this.#limit) } : { output: [], stopReason: 'aborted' })
     } else {
       signal.addEventListener('abort', this.#onAbort, { once: true })
@@ -112,10 +110,10 @@ export class DelegationRun implements SubagentRun {
     const { handle, mirror, prompt, seedLength, structuredRequested, options } = this.#init
     try {
       const outcome = await handle.run(prompt)
-      if (outcome.fault) closeTurn(mirror.session.events, seedLength, outcome.fault, this.#limit, this.#init.record)
+      if (outcome.fault) closeTurn(mirror.session.events, seedLength, outcome.fault, this.#cancel, this.#init.record)
       const result = extractResult(mirror.session.events, outcome, {
         seedLength,
-        cancelled: this.#cancelled,
+        cancelled: this.#cancel !== undefined,
         structuredRequested,
         ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
       })
@@ -142,10 +140,15 @@ export class DelegationRun implements SubagentRun {
 
   /** A limit was reached: the child is cancelled with its reason, through the ordinary path (grace, then stop). */
   #limitStop(reason: LimitReason): void {
-    if (this.#cancelled) return
-    this.#cancelled = true
-    this.#limit = reason
+    if (this.#cancelWith(reason)) this.#limit = reason
+  }
+
+  /** Cancels the child with `reason` unless it was cancelled already; whether it was this cancel. */
+  #cancelWith(reason: unknown): boolean {
+    if (this.#cancel) return false
+    this.#cancel = { reason }
     this.#init.handle.cancel(reason)
+    return true
   }
 
   #ended({ output, stopReason, usage, totalUsage, diagnostic }: SubagentResult): void {
@@ -176,8 +179,10 @@ export class DelegationRun implements SubagentRun {
   async #dispose(): Promise<void> {
     const { signal, handle } = this.#init
     signal.removeEventListener('abort', this.#onAbort)
-    this.#cancelled = true
-    handle.cancel({ kind: 'disposed' })
+    // The handle is told whatever came before (it keeps its first cancel, as the record does).
+    const disposed = { kind: 'disposed' }
+    this.#cancel ??= { reason: disposed }
+    handle.cancel(disposed)
     // The result's fault stays on `result`; dispose reports only a failed release, after both settled.
     const [, teardown] = await Promise.allSettled([this.result, this.#teardown()])
     if (teardown.status === 'rejected') throw teardown.reason

@@ -22,7 +22,7 @@ import type { SessionEvent } from '../../../protocol/shapes/session.js'
 import { take, type Notice } from '../../../protocol/shapes/notice.js'
 import { messageOf, subagentError } from '../../../protocol/errors.js'
 import type { Budget } from '../budget.js'
-import { closeTurn } from '../close-turn.js'
+import { closeTurn, type Cancel } from '../close-turn.js'
 import type { ChildOutcomeInfo } from '../watch/diagnostics.js'
 import type { Lifecycle, SubagentEndEvent, SubagentStartEvent } from '../lifecycle.js'
 import { extractResult } from '../result.js'
@@ -65,7 +65,8 @@ interface Activation {
   message: ContentBlock[]
   /** Where its events begin in the session: its output is read from here. */
   from: number
-  cancelled: boolean
+  /** The host's cancel of it, once it made one (the first wins); `limit` when a limit was that cancel. */
+  cancel?: Cancel
   limit?: LimitReason
   /** Settlement notices handed to its child: one its last step came too late for is the next activation's. */
   handed: Notice[]
@@ -147,7 +148,7 @@ export class ContinuableChild implements ContinuableRun {
     let handle = built
     try {
       for (let message = this.#inbox.shift(); message && !this.#disposal; message = this.#inbox.shift()) {
-        const activation: Activation = { number: ++this.#activations, message, from: this.#init.mirror.session.events.length, cancelled: false, handed: [] }
+        const activation: Activation = { number: ++this.#activations, message, from: this.#init.mirror.session.events.length, handed: [] }
         const settlement = await this.#activate(activation, handle)
         handle = undefined
         this.#settle(settlement)
@@ -175,12 +176,12 @@ export class ContinuableChild implements ContinuableRun {
         handle = await this.#hooks.transport.create(this.#respec(), this.#init.childMirror, abort.signal)
       } catch (error) {
         // Cancelled while it was built (disposed, the host closing): what ended the wait is the cancel, not a failure to build.
-        if (activation.cancelled) return this.#settlementOf(activation, { output: [], stopReason: 'aborted' })
+        if (activation.cancel) return this.#settlementOf(activation, { output: [], stopReason: 'aborted' })
         return this.#settlementOf(activation, { output: [], stopReason: 'error', diagnostic: `the child could not be rebuilt for its next activation: ${messageOf(error)}` })
       }
       // A budget above it may have been spent while it waited for a runner (a descendant's spending, a deadline).
-      const spent = activation.cancelled ? undefined : this.#init.budget.refusal()
-      if (activation.cancelled || spent) {
+      const spent = activation.cancel ? undefined : this.#init.budget.refusal()
+      if (activation.cancel || spent) {
         await handle.rollback().catch(() => {})
         return this.#settlementOf(activation, spent ? { output: [], stopReason: 'aborted', diagnostic: limitDiagnostic(spent) } : { output: [], stopReason: 'aborted' })
       }
@@ -212,11 +213,11 @@ export class ContinuableChild implements ContinuableRun {
 
   #resultOf(activation: Activation, outcome: ChildOutcome): SubagentResult {
     const { mirror, childMirror, spec } = this.#init
-    if (outcome.fault) closeTurn(mirror.session.events, activation.from, outcome.fault, activation.limit, (event: SessionEvent) => childMirror.append(event))
+    if (outcome.fault) closeTurn(mirror.session.events, activation.from, outcome.fault, activation.cancel, (event: SessionEvent) => childMirror.append(event))
     const maxTokens = spec.options.maxTokens
     const result = extractResult(mirror.session.events, outcome, {
       seedLength: activation.from,
-      cancelled: activation.cancelled,
+      cancelled: activation.cancel !== undefined,
       structuredRequested: false,
       ...(maxTokens === undefined ? {} : { maxTokens }),
     })
@@ -228,8 +229,8 @@ export class ContinuableChild implements ContinuableRun {
   }
 
   #limitStop(activation: Activation, handle: ChildHandle, reason: LimitReason): void {
-    if (activation.cancelled) return
-    activation.cancelled = true
+    if (activation.cancel) return
+    activation.cancel = { reason }
     activation.limit = reason
     handle.cancel(reason)
   }
@@ -255,10 +256,10 @@ export class ContinuableChild implements ContinuableRun {
     this.#init.signal.removeEventListener('abort', this.#onAbort)
     this.#inbox.length = 0
     if (phase.kind === 'active') {
-      phase.activation.cancelled = true
+      phase.activation.cancel ??= { reason: DISPOSED_REASON }
       phase.handle.cancel(DISPOSED_REASON)
     } else if (phase.kind === 'building') {
-      phase.activation.cancelled = true
+      phase.activation.cancel ??= { reason: DISPOSED_REASON }
       phase.abort.abort(DISPOSED_REASON)
     }
     await this.#pumping
