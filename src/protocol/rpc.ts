@@ -266,13 +266,12 @@ export class RpcServer {
   /**
    * Its calls of `method`, running and later ones, stream nothing more from now on (a cancelled
    * child's model: the host tells the caller to stop, which cancels them itself). What they
-   * streamed before goes now, ahead of whatever is sent next. With `reason`, the running ones
-   * stop now, with it: the caller's cancel, not the copy of it the far side would send back.
+   * streamed before goes now, ahead of whatever is sent next. The running ones stop now, with
+   * `reason`: the caller's cancel, not the copy of it the far side would send back.
    */
-  mute(method: RpcMethod, reason?: unknown): void {
+  mute(method: RpcMethod, reason: unknown): void {
     this.#release()
     this.#muted = method
-    if (reason === undefined) return
     for (const active of this.#active.values()) if (active.method === method && !active.cancelled) cancel(active, reason)
   }
 

@@ -39,7 +39,19 @@ export function tryClone(value: unknown): { value: unknown } | undefined {
 export function cloneableReason(reason: unknown): unknown {
   // Whether it cloned, not what it cloned to: a reason of null or undefined crosses as itself.
   const cloned = tryClone(reason)
-  return cloned ? cloned.value : { kind: 'uncloneable', description: describeValue(reason) }
+  return cloned ? cloned.value : described(reason)
+}
+
+/**
+ * What a record keeps of a cancel reason: the value itself when it can cross again (a child
+ * rebuilt from its record, a store), else the description `cloneableReason` sends.
+ */
+export function recordableReason(reason: unknown): unknown {
+  return tryClone(reason) ? reason : described(reason)
+}
+
+function described(reason: unknown): { kind: 'uncloneable'; description: string } {
+  return { kind: 'uncloneable', description: describeValue(reason) }
 }
 
 /** JSON where possible, never throwing (cycles, BigInt, depth, a value with no string form at all). */

@@ -225,6 +225,21 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     }
   })
 
+  it('§7 a reason that cannot be cloned reaches the model as itself; a record that crosses again keeps its description', async () => {
+    const reason = function uncloneable() {}
+    const fx = setup(transport, ['hang'])
+    const controller = new AbortController()
+    const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
+    await fx.model.requested(1)
+    controller.abort(reason)
+    expect((await run.result).stopReason).toBe('aborted')
+    expect(fx.model.requests[0]!.signal.reason).toBe(reason)
+    // Inline, the record is the loop's own and holds the value; a runner's is rebuilt from and stored as data.
+    const recorded = transport === 'inline' ? reason : { kind: 'uncloneable', description: 'function uncloneable() {}' }
+    expect(turnEnds(childEvents(fx.host, run))).toEqual([{ kind: 'aborted', reason: recorded }])
+    await run.dispose()
+  })
+
   it("§2/§7 an abort without a reason of its own (the default AbortError) cancels with { kind: 'parent' }", async () => {
     const fx = setup(transport, ['hang'])
     const controller = new AbortController()

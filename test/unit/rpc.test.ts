@@ -195,14 +195,16 @@ describe('rpc', () => {
     expect(signals.map((s) => s.aborted)).toEqual([true, true])
   })
 
-  it('a muted method streams nothing more, from its running calls and from later ones, and says so; what it held goes at the mute; its results and other methods still cross', async () => {
+  it('a muted method streams nothing more, from its running calls and from later ones, and says so; what it held goes at the mute; its running calls stop with the reason; later results and other methods still cross', async () => {
     let open!: () => void
     const go = { promise: new Promise<void>((resolve) => (open = resolve)), resolve: () => open() }
     const emitted: boolean[] = []
+    const stoppedWith: unknown[] = []
     const { client, server, frames } = pair({
-      async model(_payload, { emit }) {
+      async model(_payload, { emit, signal }) {
         emitted.push(emit({ type: 'text-delta', text: 'before' }))
         await go.promise
+        stoppedWith.push(signal.reason)
         emitted.push(emit({ type: 'text-delta', text: 'after' }))
         return null
       },
@@ -211,15 +213,21 @@ describe('rpc', () => {
       },
     })
     const running: unknown[] = []
-    const first = client.call('model', { provider: 'p' }, { onChunk: (chunk) => running.push(chunk) })
+    // The caller's side of a muted call: the child's loop, which the abort that follows a mute cancels.
+    const caller = new AbortController()
+    const first = client.call('model', { provider: 'p' }, { signal: caller.signal, onChunk: (chunk) => running.push(chunk) })
     await until(() => emitted.length === 1, 'the first delta')
     // Held: a frame goes by, and nothing of it crosses.
     await new Promise((resolve) => setImmediate(resolve))
     expect(frames).toEqual([])
-    server.mute('model')
+    const reason = new DOMException('the caller gave up', 'TimeoutError')
+    server.mute('model', reason)
     await until(() => running.length === 1, 'the held delta, sent at the mute')
     go.resolve()
-    await expect(first).resolves.toBeNull()
+    await until(() => stoppedWith.length === 1, 'the running call to see its stop')
+    expect(stoppedWith[0]).toBe(reason)
+    caller.abort('the loop stopped')
+    await expect(first).rejects.toBe('the loop stopped')
     const later: unknown[] = []
     await expect(client.call('model', { provider: 'p' }, { onChunk: (chunk) => later.push(chunk) })).resolves.toBeNull()
     expect(running).toEqual([{ type: 'text-delta', text: 'before' }])

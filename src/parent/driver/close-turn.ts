@@ -7,6 +7,7 @@
  */
 import type { SessionEvent, TurnEndReason } from '../../protocol/shapes/session.js'
 import type { ChildOutcome } from '../transport.js'
+import { recordableReason } from '../../protocol/values.js'
 import { diagnosticText } from './result.js'
 
 /** The host cancelled the child with `reason`: the first cancel is the one its turn ends for. */
@@ -29,7 +30,7 @@ export function closeTurn(
   // cooperative stop would have, however its runner went after the cancel (the grace, or a
   // liveness check that came first): the result's diagnostic says how it was stopped.
   const reason: TurnEndReason = cancel
-    ? { kind: 'aborted', reason: cancel.reason }
+    ? { kind: 'aborted', reason: recordableReason(cancel.reason) }
     : fault.stopReason === 'aborted'
       ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } }
       : { kind: 'error', message: diagnostic }

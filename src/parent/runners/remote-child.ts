@@ -30,7 +30,7 @@ import { fromWire, type HostMessage, type RunnerMessage, type WireEvent } from '
 import { take, type Notice } from '../../protocol/shapes/notice.js'
 import { RUNNER_BOUNDS } from '../../protocol/bounds.js'
 import { RpcServer, type RpcHandlers } from '../../protocol/rpc.js'
-import { cloneableReason, tryClone } from '../../protocol/values.js'
+import { recordableReason } from '../../protocol/values.js'
 import { messageOf, SubagentError, subagentError } from '../../protocol/errors.js'
 import type { ChannelChild, Fault, RunnerChannel } from './channel.js'
 import { CallLedger } from './call-ledger.js'
@@ -109,11 +109,11 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   /** Notices its runner was sent that no step of it took yet: a move hands them to the next runner. */
   #handed: Notice[] = []
   /**
-   * The caller's cancel reason, and the copy of it the runner was sent: a copy may lose what a
-   * structured clone drops (a DOMException on Node 20, an error's own fields), so what the host
-   * records and serves keeps the caller's own (CONTRACT.md §7).
+   * The caller's cancel reason as the host records it (`recordableReason`). The runner's copy may
+   * have lost what a structured clone drops (a DOMException on Node 20, an error's own fields), so
+   * the host's record keeps the caller's own (CONTRACT.md §7).
    */
-  #cancelled: { reason: unknown; sent: unknown } | undefined
+  #cancelled: { reason: unknown } | undefined
 
   constructor(spec: ChildSpec, mirror: ChildMirror, channel: RunnerChannel, options: RemoteChildOptions) {
     this.id = spec.id
@@ -192,16 +192,13 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     // A child between runners has no turn running to stop: it ends here.
     if (this.#move) return this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the child was cancelled while it was being moved to another runner' } }, 'drop')
     if (this.#phase !== 'running' || this.#grace) return
+    const recorded = recordableReason(reason)
+    this.#cancelled = { reason: recorded }
     // Its model stream sends nothing after the abort, and what it holds goes before it: every delta
     // the host recorded reaches the runner before the abort does, so both records end the step
-    // with the same chunks.
-    // An uncloneable reason is described to the runner, and the host keeps that description: a
-    // record holding it would fail to cross again (a child rebuilt elsewhere, its next activation).
-    const cloned = tryClone(reason)
-    const sent = cloned ? cloned.value : cloneableReason(reason)
-    if (cloned) this.#cancelled = { reason, sent }
-    this.#rpc.mute('model', cloned ? reason : undefined)
-    this.#channel.send({ type: 'abort', child: this.id, reason: sent })
+    // with the same chunks. The host's model calls stop now, with the caller's own reason.
+    this.#rpc.mute('model', reason)
+    this.#channel.send({ type: 'abort', child: this.id, reason: recorded })
     this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
   }
 
@@ -344,7 +341,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     const cancelled = this.#cancelled
     if (!cancelled || data.reason.kind !== 'aborted') return
     const own = asLimitReason(data.reason.reason)
-    if (own && !isDeepStrictEqual(own, asLimitReason(cancelled.sent))) return
+    if (own && !isDeepStrictEqual(own, asLimitReason(cancelled.reason))) return
     data.reason = { kind: 'aborted', reason: cancelled.reason }
   }
 
