@@ -136,6 +136,13 @@ describe.each(POOLED)('%s transport: scale and shutdown', (isolation) => {
     expect(pids.filter(running)).toEqual([])
   })
 
+  it('a host tool that ignores its signal and never settles holds the process until the grace, and the cancelled run settles', async () => {
+    const script = fileURLToPath(new URL('../fixtures/tool-never-settles.mjs', import.meta.url))
+    // A run left pending when nothing holds the loop ends the process at once (exit code 13, an unsettled await).
+    const { stdout } = await promisify(execFile)(process.execPath, [script, isolation], { timeout: 45_000 })
+    expect(stdout).toBe('settled aborted\n')
+  })
+
   it('nested delegations cannot deadlock the pool: each depth has slots of its own', async () => {
     // One slot per level: with a single shared pool the first child would hold the only slot
     // while waiting for its own child, which could then never start.

@@ -438,11 +438,12 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   /**
    * Its host tools were cancelled with it: it ends once they stopped, as an inline child's turn
    * ends after its tools, so a child it was delegating to in the foreground ends (and is let go)
-   * before it does. A tool that ignores its signal is waited for at most the grace.
+   * before it does. A tool that ignores its signal is waited for at most the grace, on a timer
+   * that holds the process: the runner it left may be gone, and a pending result must settle.
    */
   async #endAfter(stopping: Promise<unknown>, outcome: ChildOutcome): Promise<void> {
     let timer: NodeJS.Timeout | undefined
-    const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#options.graceMs).unref()))
+    const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#options.graceMs)))
     await Promise.race([stopping, graceOver])
     clearTimeout(timer)
     this.#outcome.resolve(outcome)
