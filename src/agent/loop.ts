@@ -49,6 +49,8 @@ export interface AgentEnvironment {
    * served a runner's child.
    */
   unrecorded?: (usage: Usage, provider: string) => void
+  /** Told as each model request is made (an inline child's host watches its steps by it). */
+  requested?: () => void
 }
 
 export interface StepContext {
@@ -292,6 +294,7 @@ export class AgentRuntime implements Agent {
     let usage: Usage | undefined
     let finish: FinishReason | undefined
     try {
+      this.#env.requested?.()
       for await (const chunk of standsIn ? model.stream(request) : untilAbort(model.stream(request), signal)) {
         if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
         switch (chunk.type) {

@@ -22,6 +22,8 @@ export interface ChildMirror {
   readonly view: AgentView
   /** Receives the child's events in order as they arrive (the seed is not repeated). */
   append(event: SessionEvent): void
+  /** The host made a model request for the child (a host-placed model it serves, an inline child's model). */
+  requested(): void
 }
 
 export interface ChildHandle {

@@ -121,6 +121,42 @@ describe.each(TRANSPORTS)('%s transport: diagnostics channels', (transport) => {
     ])
   })
 
+  it('a child cancelled while its tool runs publishes no step for a request its loop never made', async () => {
+    const { host, parent, model } = setup(transport, [toolCallResponse('c1', 'wait', {}), textResponse('never asked')])
+    let running!: () => void
+    const called = new Promise<void>((resolve) => (running = resolve))
+    host.tools.register(
+      defineTool({
+        name: 'wait',
+        description: 'Waits for its cancel.',
+        parameters: { type: 'object', properties: {} },
+        execute: (_args, { signal }) => new Promise((resolve) => (running(), signal.addEventListener('abort', () => resolve('stopped'), { once: true }))),
+      }),
+    )
+    const heard = listen()
+    const controller = new AbortController()
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: controller.signal })
+    await called
+    controller.abort()
+    expect((await run.result).stopReason).toBe('aborted')
+    await run.dispose()
+    expect(model.requests).toHaveLength(1)
+    expect(heard.steps.map((s) => [s.phase, s.step, s.finishReason, s.error])).toEqual([
+      ['start', 1, undefined, undefined],
+      ['end', 1, 'tool-calls', undefined],
+    ])
+  })
+
+  it('a child whose model is not registered publishes no step: no request was made', async () => {
+    const { host, parent } = setup(transport)
+    const heard = listen()
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: signal(), agentOptions: { provider: 'nowhere' } })
+    expect((await run.result).stopReason).toBe('error')
+    await run.dispose()
+    expect(heard.steps).toEqual([])
+    expect(heard.ends).toHaveLength(1)
+  })
+
   it('a step whose request was made and cancelled before its first output is still published, ended aborted', async () => {
     const { host, parent } = setup(transport)
     let asked!: () => void
@@ -154,6 +190,35 @@ describe.each(TRANSPORTS)('%s transport: diagnostics channels', (transport) => {
     const crasher = await host.spawn.start({ prompt: 'crash', parent, signal: signal() })
     expect((await crasher.result).stopReason).toBe('error')
     expect(await mate.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'after the move' }] })
+    expect(heard.steps.filter((s) => s.id === mate.id).map((s) => [s.phase, s.step, s.finishReason, s.error])).toEqual([
+      ['start', 1, undefined, undefined],
+      ['end', 1, undefined, 'moved'],
+      ['start', 2, undefined, undefined],
+      ['end', 2, 'stop', undefined],
+    ])
+    await mate.dispose()
+    await crasher.dispose()
+  })
+
+  it.runIf(transport === 'worker' || transport === 'process')('a child moved while its host model had sent nothing yet: that request was made, so it is a step ended moved, and the one made again another', async () => {
+    const { host, parent } = setup(transport, [toolCallResponse('c1', 'exit', { code: 7 })], { agentModule: FAULT_MODULE, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 } })
+    let asked!: () => void
+    const requested = new Promise<void>((resolve) => (asked = resolve))
+    let calls = 0
+    host.models.register('silent-then-answers', {
+      async *stream(request) {
+        if (++calls > 1) return yield* textResponse('after the move')
+        asked()
+        await new Promise((_, reject) => request.signal?.addEventListener('abort', () => reject(request.signal?.reason), { once: true }))
+      },
+    })
+    const heard = listen()
+    const mate = await host.spawn.start({ prompt: 'wait', parent, signal: signal(), agentOptions: { provider: 'silent-then-answers' } })
+    await requested
+    const crasher = await host.spawn.start({ prompt: 'crash', parent, signal: signal() })
+    expect((await crasher.result).stopReason).toBe('error')
+    expect(await mate.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'after the move' }] })
+    expect(calls).toBe(2)
     expect(heard.steps.filter((s) => s.id === mate.id).map((s) => [s.phase, s.step, s.finishReason, s.error])).toEqual([
       ['start', 1, undefined, undefined],
       ['end', 1, undefined, 'moved'],

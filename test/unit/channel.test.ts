@@ -30,7 +30,7 @@ function channel() {
     const events: SessionEvent[] = []
     const view = { id, options: {}, session: { header: { id, createdAt: 'now' }, events } }
     const spec = { id, header: view.session.header, options: {}, seed: [], descriptor: { mode: 'one-shot' as const, provider: 'spawn' }, ...(outputSchema ? { outputSchema } : {}) }
-    const remote = new RemoteChild(spec, { view, append: (event) => void events.push(event) }, ch, { placement: { models: new Map(), tools: new Map(), moduleTools: new Map(), refusal: () => undefined }, graceMs: 100 })
+    const remote = new RemoteChild(spec, { view, append: (event) => void events.push(event), requested: () => {} }, ch, { placement: { models: new Map(), tools: new Map(), moduleTools: new Map(), refusal: () => undefined }, graceMs: 100 })
     // The host's copy of the child's record, as the test reads it.
     return Object.assign(remote, { events })
   }

@@ -199,6 +199,7 @@ async function build(host: ProviderHost, spec: ChildSpec, request: StartRequest,
       budget.observe(event)
       watch.recorded(event)
     },
+    requested: () => watch.requested(),
   }
   let handle: ChildHandle
   try {

@@ -43,6 +43,8 @@ export interface CallingChild {
   moduleTools(): readonly ToolSchema[]
   /** Records a text delta of its host model as its next event. */
   recordText(text: string): void
+  /** Told as the host makes a model request for it. */
+  requested(): void
 }
 
 /**
@@ -79,6 +81,7 @@ export class HostCalls implements RpcHandlers {
     const metered = model instanceof MeteredModel ? model : undefined
     return ledger.model(async () => {
       const meter = metered?.meter()
+      this.#child.requested()
       try {
         // Read as the inline loop reads it: a cancelled call stops waiting at once, and the model
         // is told to return, even a model that ignores the signal.

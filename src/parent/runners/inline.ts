@@ -13,7 +13,9 @@ export class InlineTransport implements ChildTransport {
   }
 
   async create(spec: ChildSpec, mirror: ChildMirror): Promise<ChildHandle> {
-    const { agent, structured } = composeChild(spec, this.#env(spec.id), mirror.view)
+    const env = this.#env(spec.id)
+    env.requested = () => mirror.requested()
+    const { agent, structured } = composeChild(spec, env, mirror.view)
     agent.session.onAppend((event) => mirror.append(event))
     return {
       async rollback() {

@@ -130,6 +130,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       ledger: this.#ledger,
       moduleTools: () => this.#channel.moduleTools,
       recordText: (text) => this.#mirror.append(fromWire(text, this.#mirror.view.session.events.length)),
+      requested: () => this.#mirror.requested(),
     })
     this.#rpc = new RpcServer(spec.id, channel.outbox, this.#handlers)
     this.#created.promise.catch(() => {})

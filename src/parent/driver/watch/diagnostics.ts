@@ -4,22 +4,21 @@
  * copy of each child's session: whatever the transport, an APM in the host's thread sees every
  * child. Nothing is built while a channel has no subscriber.
  *
- * What the mirror shows decides what a step and a tool call are:
+ * What the mirror shows, and the model requests the host makes, decide what a step and a tool call are:
  * - a step (one model request) starts at the child's `turn/start`, or at the `tool/result` that
  *   completes the previous step's calls, and ends at the `assistant/message` it produced: one with
  *   tool calls at once, one without at the `turn/end` it led to, whose reason says how the model
- *   finished (`max-tokens`; `blocked`, a refusal; else `stop`). A step whose turn ended before it
- *   produced anything is published (with `error`) only when the turn ended `error` or `aborted`,
- *   and not by `maxSteps` or `maxTotalTokens`, which refuse the next request before it is made:
- *   otherwise the loop never made that request. (A child cancelled by a token budget spent
- *   elsewhere in its tree, before its model's first output, may have made it: it is not
- *   published either, since the host cannot tell the two apart for a module model.) A `child/moved` ends the step it interrupts
- *   (`error: 'moved'`): the request is made again on the new runner, as a step of its own.
+ *   finished (`max-tokens`; `blocked`, a refusal; else `stop`). A step is published once its
+ *   request is seen made: the host making it (a host-placed model it serves, any model of an
+ *   inline child), or its first chunk or message. One the turn ended before that was never made
+ *   (a limit or a cancel stopped the loop first, no model was registered), or, for a module
+ *   model on a runner, failed before its first output: that one the host never sees. A
+ *   `child/moved` ends the step it interrupts (`error: 'moved'`): the request is made again on
+ *   the new runner, as a step of its own.
  * - a tool call starts at the `assistant/message` that announced it and ends at its `tool/result`.
  * Times are when the host recorded those events (epoch ms).
  */
 import { channel } from 'node:diagnostics_channel'
-import { asLimitReason } from '../../../agent/limit-stop.js'
 import type { ContentBlock } from '../../../protocol/shapes/content.js'
 import type { SessionEvent, TurnEndReason, Usage } from '../../../protocol/shapes/session.js'
 import type { SubagentEndEvent } from '../lifecycle.js'
@@ -168,12 +167,15 @@ export class ChildDiagnostics {
         this.#moved(now)
         break
       case 'turn/end':
-        // A turn a step or token limit ended was refused its next request: nothing was made.
-        if (refusedRequest(event.data.reason) && this.#state.kind === 'step' && !this.#state.announced) this.#state = IDLE
         this.#interrupt(turnError(event.data.reason), now, finishOf(event.data.reason))
         this.#state = IDLE
         break
     }
+  }
+
+  /** The host made the running step's model request (a host-placed model, an inline child's): it is published now. */
+  requested(): void {
+    if (channels.step.hasSubscribers || channels.tool.hasSubscribers) this.#announce()
   }
 
   ended(ended: ChildOutcomeInfo): void {
@@ -266,7 +268,7 @@ export class ChildDiagnostics {
 
   /**
    * The turn or the run ended: a step's message waiting for it ends with how the model finished;
-   * what is still open ends with `error` (a step only if its request may have been made).
+   * what is still open ends with `error` (a step only if its request was seen made).
    */
   #interrupt(error: string | undefined, now: number, finish: NonNullable<StepMessage['finishReason']> = 'stop'): void {
     const state = this.#state
@@ -274,8 +276,7 @@ export class ChildDiagnostics {
       this.#endStep(state.startTime, state.endTime, finish, state.content, state.usage)
     } else if (state.kind === 'tools') {
       for (const [callId, call] of state.calls) this.#endCall(callId, call, now, { error: error ?? 'unanswered' })
-    } else if (state.kind === 'step' && (error === 'error' || error === 'aborted')) {
-      this.#announce()
+    } else if (state.kind === 'step' && state.announced && error !== undefined) {
       this.#failStep(state.startTime, now, error)
     }
   }
@@ -284,16 +285,6 @@ export class ChildDiagnostics {
     if (!channels.tool.hasSubscribers) return
     channels.tool.publish(this.#with(Object.assign({ phase: 'end', callId, name: call.name, arguments: call.arguments, startTime: call.startTime, endTime: now } as const, outcome)) satisfies ToolMessage)
   }
-}
-
-/**
- * Whether the turn ended at a limit the loop checks before each model request (and the host
- * checks before serving one): the step after the last one it made was never requested.
- */
-function refusedRequest(reason: TurnEndReason): boolean {
-  if (reason.kind !== 'aborted') return false
-  const limit = asLimitReason(reason.reason)?.limit
-  return limit === 'maxSteps' || limit === 'maxTotalTokens'
 }
 
 /** What a turn's end says went wrong, if anything. */

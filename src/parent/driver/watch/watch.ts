@@ -43,6 +43,11 @@ export class ChildWatch {
     this.#state.diagnostics.recorded(event)
   }
 
+  /** The host made a model request for the child: the step it belongs to is published now. */
+  requested(): void {
+    if (this.#state.kind === 'published') this.#state.diagnostics.requested()
+  }
+
   /** Call right after `subagent/start`: listeners get what was recorded before, then each event live. */
   published(started: SubagentStartEvent): void {
     if (this.#state.kind !== 'unpublished') return
