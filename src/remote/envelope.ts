@@ -11,6 +11,7 @@ import { PROTOCOL_VERSION, type HostMessage } from '../protocol/messages.js'
 import type { ChildJob, RoomMessage, TakeMessage } from '../protocol/shapes/job.js'
 import { isChildJob, isRoomMessage, isTakeMessage } from '../protocol/validators.js'
 import { subagentError, versionMismatchText } from '../protocol/errors.js'
+import { RUNNER_BOUNDS } from '../protocol/bounds.js'
 
 /**
  * `link` names the node's link to that host the frame belongs to: a node opens each link with an
@@ -28,6 +29,8 @@ const MAX_LINK_ID = 64
 
 /** The sender, the frame and the link, or why the bytes are no envelope. A sender of an older version sends no link (its hello is refused for its version). */
 export function decode(bytes: Buffer): { from: string; link: string; frame: unknown } | Error {
+  // Read before it is decoded, as a process's pipe frame is: decoding costs the reader's loop.
+  if (bytes.length > RUNNER_BOUNDS.pipeFrameBytes) return subagentError('ERR_SUBAGENT_REMOTE_SHAPE', `an envelope of ${bytes.length} bytes (at most ${RUNNER_BOUNDS.pipeFrameBytes})`)
   try {
     const envelope: unknown = deserialize(bytes)
     if (!Array.isArray(envelope) || (envelope.length !== 2 && envelope.length !== 3) || typeof envelope[0] !== 'string') return subagentError('ERR_SUBAGENT_REMOTE_SHAPE', 'not a [sender, frame, link] envelope')
@@ -68,10 +71,12 @@ const isPlacement = (message: unknown) => typeOf(message) === 'take' || typeOf(m
 
 /**
  * A frame's placement messages apart from its runner messages (which the channel checks as it
- * would a thread's). Most frames have none: they are passed on as they came, nothing copied.
+ * would a thread's). Most frames have none: they are passed on as they came, nothing copied. A
+ * frame longer than one may be is not looked into (a sparse array's length alone would make the
+ * look cost the host's loop): it goes on whole, and the channel refuses it for its length.
  */
 export function placementsOf(frame: unknown): Placements & { rest: unknown } {
-  if (!Array.isArray(frame) || !frame.some(isPlacement)) return { ...NONE, rest: frame }
+  if (!Array.isArray(frame) || frame.length > RUNNER_BOUNDS.frameMessages || !frame.some(isPlacement)) return { ...NONE, rest: frame }
   const takes: TakeMessage[] = []
   const rooms: RoomMessage[] = []
   const rest: unknown[] = []

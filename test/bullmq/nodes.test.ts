@@ -736,6 +736,28 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     expect(poser.heard.some(said('create'))).toBe(false)
   })
 
+  it("a node's frame longer than one may be (a sparse array, a few bytes on the wire) is refused: its sender is told bye, never welcomed, and the host goes on", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [textResponse('one')], PATIENT)
+    const first = h.spawn.start({ prompt: 'first', parent })
+    await queueEvent(queue, 'waiting')
+    const { data } = await waitingJob(queue)
+    const poser = await FakeNode.start(queue, data.host, 'sparse')
+    onTestFinished(() => poser.close())
+    // Read index by index, fifty million steps of the host's loop (test/unit/envelope.test.ts: it is not).
+    const frame: unknown[] = [{ type: 'hello', v: PROTOCOL_VERSION }]
+    frame[50_000_000] = { type: 'room', level: 1, free: 100, placed: 0 }
+    await poser.send(frame)
+    await poser.hears('bye', 'welcome')
+    expect(poser.heard.map((message) => message.type)).toEqual(['bye'])
+    // The host goes on: a node runs the queued start.
+    await my.node(queue)
+    const run = await first
+    expect((await run.result).stopReason).toBe('completed')
+    await run.dispose()
+  })
+
   it('a node with no room after all refuses a child placed on it directly; its host queues the child, which another node runs once', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
