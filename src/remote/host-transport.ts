@@ -124,10 +124,10 @@ class RemoteHostTransport implements ChildTransport {
 
   async create(spec: ChildSpec, mirror: ChildMirror, signal: AbortSignal): Promise<ChildHandle> {
     const placement = this.#context.placement(spec.id)
-    const graceMs = this.#context.abortGraceMs + NODE_GRACE_MARGIN_MS
     // A child moved off a node that died (CONTRACT.md §10) is queued again, for another node.
     const replace: Replace = async (moving, build) => void (await this.#enqueue(spec, moving, build))
-    const build = (channel: RunnerChannel) => new RemoteChild(spec, mirror, channel, { placement, graceMs, replace })
+    const options = { placement, graceMs: this.#context.abortGraceMs, graceMarginMs: NODE_GRACE_MARGIN_MS, replace }
+    const build = (channel: RunnerChannel) => new RemoteChild(spec, mirror, channel, options)
     const placed = await this.#placeDirectly(spec, signal, build)
     if (placed) return placed
     const child = await this.#enqueue(spec, signal, build)

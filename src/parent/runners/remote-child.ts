@@ -67,7 +67,10 @@ type Parting = 'runner-let-go' | 'drop' | 'runner-gone'
 
 export interface RemoteChildOptions {
   placement: Placement
+  /** abortGraceMs: what a cancelled child has to end its turn, and the most its end waits for host tools that ignore their signal. */
   graceMs: number
+  /** A runner that enforces the grace itself (a node): the host steps in only this much after it. */
+  graceMarginMs?: number
   /** Where a moved child is placed again; without it, a child is never moved. */
   replace?: Replace
 }
@@ -200,7 +203,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     // with the same chunks. The host's model calls stop now, with the caller's own reason.
     this.#rpc.mute('model', reason)
     this.#channel.send({ type: 'abort', child: this.id, reason: recorded })
-    this.#grace = startGrace(this.#channel, this, this.#options.graceMs)
+    this.#grace = startGrace(this.#channel, this, this.#options.graceMs + (this.#options.graceMarginMs ?? 0))
   }
 
   /**
