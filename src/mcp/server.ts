@@ -190,11 +190,12 @@ function delegationTool(host: McpHost, config: SubagentToolConfig, schema: JsonS
       try {
         const outcome = await attempt(call, args, exec)
         if (!outcome.ok) return outcome.error
-        const result = text(render(call, outcome.value))
-        if (schema === undefined || run === undefined) return result
-        // Only a completed run gets here, and a completed structured run carries its value.
+        if (schema === undefined || run === undefined) return text(render(call, outcome.value))
+        // Only a completed run gets here, and a completed structured run carries its value. Its
+        // text is the value as JSON, as the MCP spec asks of a tool with structured content (a
+        // client that reads only `content` gets the answer too).
         const { structured } = (await run.result) as SubagentResult
-        return { ...result, structuredContent: structured as Record<string, unknown> }
+        return { ...text(JSON.stringify(structured)), structuredContent: structured as Record<string, unknown> }
       } finally {
         stopProgress()
       }

@@ -50,7 +50,7 @@ describe('mcpServer', () => {
     expect(ends).toMatchObject([{ provider: 'spawn', label: 'say hi', stopReason: 'completed', local: false }])
   })
 
-  it('with outputSchema the tool lists it and returns the child\'s value as structuredContent', async () => {
+  it('with outputSchema the tool lists it and returns the child\'s value as structuredContent, and as JSON text for a client that reads only content', async () => {
     const { client } = await serve({ outputSchema: CITY })
     const { tools } = await client.listTools()
     expect(tools[0]!.outputSchema).toEqual(CITY)
@@ -58,6 +58,7 @@ describe('mcpServer', () => {
     const result = await client.callTool({ name: 'subagent', arguments: { description: 'a city', prompt: 'structured {"city":"Paris","population":2100000}' } })
     expect(result.isError).toBeFalsy()
     expect(result.structuredContent).toEqual({ city: 'Paris', population: 2100000 })
+    expect(result.content).toEqual([{ type: 'text', text: '{"city":"Paris","population":2100000}' }])
   })
 
   it('a background call returns a job id, and job_output collects the child\'s answer', async () => {
