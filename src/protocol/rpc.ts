@@ -220,7 +220,7 @@ export class RpcServer {
   readonly #sink: Sink<RpcReply>
   readonly #handlers: RpcHandlers
   readonly #active = new Map<number, ActiveCall>()
-  /** Calls of this method stream nothing more (see mute). */
+  /** Calls of this method stream nothing more, and no later one is served (see mute). */
   #muted: RpcMethod | undefined
   /** The chunks one call streamed and this server did not send yet: one call's at a time, so they cross in the order they came. */
   #held: { active: ActiveCall; message: RpcChunks; size: number } | undefined
@@ -248,6 +248,7 @@ export class RpcServer {
       return
     }
     const id = message.call
+    if (message.method === this.#muted) return
     if (this.#active.has(id)) return this.#fail(id, new ProtocolError(`rpc call ${id} is already running`))
     const check = RPC_METHODS[message.method].payload
     if (!check(message.payload)) {
@@ -264,10 +265,11 @@ export class RpcServer {
   }
 
   /**
-   * Its calls of `method`, running and later ones, stream nothing more from now on (a cancelled
-   * child's model: the host tells the caller to stop, which cancels them itself). What they
-   * streamed before goes now, ahead of whatever is sent next. The running ones stop now, with
-   * `reason`: the caller's cancel, not the copy of it the far side would send back.
+   * Its calls of `method` stop (a cancelled child's model): what they streamed before goes now,
+   * ahead of whatever is sent next; the running ones stop now, with `reason` (the caller's cancel,
+   * not the copy of it the far side would send back), and stream nothing more; a later one (made
+   * before the far side heard it is cancelled) is not served at all, and its caller, told to
+   * stop, cancels it itself.
    */
   mute(method: RpcMethod, reason: unknown): void {
     this.#release()

@@ -195,7 +195,7 @@ describe('rpc', () => {
     expect(signals.map((s) => s.aborted)).toEqual([true, true])
   })
 
-  it('a muted method streams nothing more, from its running calls and from later ones, and says so; what it held goes at the mute; its running calls stop with the reason; later results and other methods still cross', async () => {
+  it('a muted method streams nothing more and says so; what it held goes at the mute; its running calls stop with the reason; a later call of it is not served (its caller cancels it); other methods still cross', async () => {
     let open!: () => void
     const go = { promise: new Promise<void>((resolve) => (open = resolve)), resolve: () => open() }
     const emitted: boolean[] = []
@@ -228,12 +228,15 @@ describe('rpc', () => {
     expect(stoppedWith[0]).toBe(reason)
     caller.abort('the loop stopped')
     await expect(first).rejects.toBe('the loop stopped')
-    const later: unknown[] = []
-    await expect(client.call('model', { provider: 'p' }, { onChunk: (chunk) => later.push(chunk) })).resolves.toBeNull()
-    expect(running).toEqual([{ type: 'text-delta', text: 'before' }])
-    expect(later).toEqual([])
-    expect(emitted).toEqual([true, false, false, false])
+    // Made before its caller heard the abort: it never reaches the model.
+    const caller2 = new AbortController()
+    const later = client.call('model', { provider: 'p' }, { signal: caller2.signal })
+    // Answered after the later call was received (one channel, in order).
     await expect(client.call('tool', { name: 't', callId: 'x', args: {} })).resolves.toMatchObject({ text: 'still served' })
+    expect(emitted).toEqual([true, false])
+    caller2.abort('the loop stopped')
+    await expect(later).rejects.toBe('the loop stopped')
+    expect(running).toEqual([{ type: 'text-delta', text: 'before' }])
     expect(frames.flat().filter((m) => m.type === 'rpc/chunks' || m.type === 'rpc/result').flatMap((m) => m.chunks ?? [])).toEqual(['before'])
   })
 

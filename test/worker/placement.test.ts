@@ -10,7 +10,7 @@ import { promisify } from 'node:util'
 import { threadId } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHost, createSubagentTool, defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type Model } from 'subagent-worker'
-import { POOLED } from '../support/harness.js'
+import { POOLED, WatchedModel } from '../support/harness.js'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const hosts: Array<ReturnType<typeof createHost>> = []
@@ -110,9 +110,12 @@ describe.each(POOLED)('%s transport: scale and shutdown', (isolation) => {
 
   it('pool.maxQueue bounds the starts waiting for a slot: one more is refused at once, and an aborted wait frees its place', async () => {
     const h = host({ pool: { minThreads: 1, maxThreads: 1, maxQueue: 1 } })
-    h.models.register('scripted', new ScriptedModel(['hang', textResponse('queued one')]))
+    const model = new WatchedModel(['hang', textResponse('queued one')])
+    h.models.register('scripted', model)
     const parent = h.createAgent({ options: { provider: 'scripted' } })
     const running = await h.spawn.start({ prompt: 'hold the slot', parent })
+    // Its request is made, and takes the script's 'hang': a child cancelled before its request reaches the host never makes it.
+    await model.requested(1)
     const leaving = new AbortController()
     const waiting = h.spawn.start({ prompt: 'wait', parent, signal: leaving.signal })
     await expect(h.spawn.start({ prompt: 'one too many', parent })).rejects.toThrow(
