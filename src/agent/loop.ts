@@ -49,7 +49,7 @@ export interface AgentEnvironment {
    * served a runner's child.
    */
   unrecorded?: (usage: Usage, provider: string) => void
-  /** Told as each model request is made (an inline child's host watches its steps by it). */
+  /** Told as each model request is made, but a stand-in's (whose host makes it): how the host learns of requests it does not serve. */
   requested?: () => void
 }
 
@@ -294,7 +294,8 @@ export class AgentRuntime implements Agent {
     let usage: Usage | undefined
     let finish: FinishReason | undefined
     try {
-      this.#env.requested?.()
+      // A stand-in's request is made by the host, which knows it.
+      if (!standsIn) this.#env.requested?.()
       for await (const chunk of standsIn ? model.stream(request) : untilAbort(model.stream(request), signal)) {
         if (!isStreamChunk(chunk)) throw subagentError('ERR_SUBAGENT_MODEL_STREAM', `the model emitted a malformed stream chunk ${describeShape(chunk)}`)
         switch (chunk.type) {

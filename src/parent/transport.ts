@@ -22,7 +22,7 @@ export interface ChildMirror {
   readonly view: AgentView
   /** Receives the child's events in order as they arrive (the seed is not repeated). */
   append(event: SessionEvent): void
-  /** The host made a model request for the child (a host-placed model it serves, an inline child's model). */
+  /** A model request of the child was made: the host made it (a host-placed model it serves, an inline child's), or its runner says so. */
   requested(): void
 }
 

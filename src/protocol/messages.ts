@@ -41,7 +41,7 @@ import { share } from './validate.js'
 import { sideBySide } from './outbox.js'
 
 /** Bumped whenever a message or the remote envelope (src/remote/envelope.ts) changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 20
+export const PROTOCOL_VERSION = 21
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count
@@ -140,6 +140,12 @@ export const RunnerMessage = {
     /** The turn is over and the runner let the child go; its last events ride with it when not sent yet. */
     variant('idle', { child, events: wireEvents, structured: closed({ value: anything }) }, ['events', 'structured']),
     variant('dropped', { child }),
+    /**
+     * The child's module model was asked for a step that recorded nothing before its turn ended (it
+     * failed or was cancelled first): sent just before that turn's end, so the host publishes the
+     * request it cannot see (its own models' requests it serves).
+     */
+    variant('requested', { child }),
     /** The runner had to give up on one child (a message of it could not be sent). */
     variant('failed', { child, error: WireError }),
     /**

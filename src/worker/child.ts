@@ -58,6 +58,8 @@ export class RunnerChild {
   #hostRecorded: SessionEvent['type'][] = []
   /** Its model is the host's: the host records its text deltas as they stream, so they are not sent back. */
   #hostModel = false
+  /** Its module model was asked for a step that has recorded nothing yet: the host hears of it only if the turn ends first. */
+  #unanswered = false
   /** A limit the host found spent as its model's step ended: the child stops as it records the step, as an inline child does. */
   #stopAtRecord: LimitReason | undefined
   /**
@@ -147,7 +149,9 @@ export class RunnerChild {
       },
     }
     const tools = create.hostTools.length === 0 ? local.toolSource : toolSourceOf(create.hostTools.map((descriptor) => remoteTool(this.#rpc, descriptor)), local.tools)
-    return { models, tools, hooks: local.hooks, maxParallelToolCalls: this.#host.config.maxParallelToolCalls, delegated: true }
+    // Told of module models' requests only (the host serves its own): see #record.
+    const requested = () => void (this.#unanswered = true)
+    return { models, tools, hooks: local.hooks, maxParallelToolCalls: this.#host.config.maxParallelToolCalls, delegated: true, requested }
   }
 
   /** `start` begins its turn (a published child) or goes on with it (a moved one). */
@@ -166,6 +170,7 @@ export class RunnerChild {
 
   #record(event: SessionEvent): void {
     if (this.#state === 'closed') return
+    if (this.#unanswered) this.#answered(event)
     if (this.#hostRecorded.length > 0) {
       const expected = this.#hostRecorded.shift()
       if (event.type !== expected) this.fail(new Error(`the child recorded '${event.type}' where the host records '${expected}' for its publish`))
@@ -188,6 +193,15 @@ export class RunnerChild {
     this.#host.outbox.push(message)
     this.#last = { epoch, events: message, texts: false }
     this.#stopAt(event)
+  }
+
+  /** A module model's request recorded its first output, or the turn ends before any: the host hears of the request then. */
+  #answered(event: SessionEvent): void {
+    if (event.type === 'assistant/chunk' || event.type === 'assistant/message') this.#unanswered = false
+    else if (event.type === 'turn/end') {
+      this.#unanswered = false
+      this.#send({ type: 'requested', child: this.id })
+    }
   }
 
   /** The step the host's limit verdict came with is recorded: the turn stops now, before any of its calls runs. */

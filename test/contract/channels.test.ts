@@ -147,6 +147,18 @@ describe.each(TRANSPORTS)('%s transport: diagnostics channels', (transport) => {
     ])
   })
 
+  it("a module model's request that fails before its first output is a step ended error, wherever the model runs", async () => {
+    const { host, parent } = setup(transport, [], { agentModule: FAULT_MODULE })
+    const heard = listen()
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: signal(), agentOptions: { provider: 'fail-at-once' } })
+    expect(await run.result).toMatchObject({ stopReason: 'error', diagnostic: expect.stringContaining('the model failed before answering') })
+    await run.dispose()
+    expect(heard.steps.map((s) => [s.phase, s.step, s.error])).toEqual([
+      ['start', 1, undefined],
+      ['end', 1, 'error'],
+    ])
+  })
+
   it('a child whose model is not registered publishes no step: no request was made', async () => {
     const { host, parent } = setup(transport)
     const heard = listen()

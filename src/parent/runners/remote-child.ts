@@ -102,7 +102,7 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   readonly #created = deferred<void>()
   readonly #outcome = deferred<ChildOutcome>()
   #phase: Phase = 'creating'
-  /** Set once a cancel was sent: the child then has `graceMs` to end its turn. */
+  /** Set once a cancel was sent: the child then has `graceMs` (and a node's margin) to end its turn. */
   #grace: NodeJS.Timeout | undefined
   /** While moving: how it goes on once rebuilt, and the wait for a slot. */
   #move: { point: MovePoint; placing: AbortController } | undefined
@@ -270,6 +270,9 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       case 'rpc/cancel':
         if (this.#phase !== 'running') return this.#violation(message.type)
         return this.#rpc.receive(message)
+      case 'requested':
+        if (this.#phase !== 'running') return this.#violation(message.type)
+        return this.#mirror.requested()
       case 'dropped':
         return this.#violation(message.type)
     }

@@ -9,10 +9,10 @@
  *   completes the previous step's calls, and ends at the `assistant/message` it produced: one with
  *   tool calls at once, one without at the `turn/end` it led to, whose reason says how the model
  *   finished (`max-tokens`; `blocked`, a refusal; else `stop`). A step is published once its
- *   request is seen made: the host making it (a host-placed model it serves, any model of an
- *   inline child), or its first chunk or message. One the turn ended before that was never made
- *   (a limit or a cancel stopped the loop first, no model was registered), or, for a module
- *   model on a runner, failed before its first output: that one the host never sees. A
+ *   request is seen made (`requested`: the host made it, or a runner says its module model's
+ *   request recorded nothing before the turn ended), or at its first chunk or message. One the
+ *   turn ended before any of those was never made (a limit or a cancel stopped the loop first,
+ *   no model was registered). A
  *   `child/moved` ends the step it interrupts (`error: 'moved'`): the request is made again on
  *   the new runner, as a step of its own.
  * - a tool call starts at the `assistant/message` that announced it and ends at its `tool/result`.
@@ -173,7 +173,7 @@ export class ChildDiagnostics {
     }
   }
 
-  /** The host made the running step's model request (a host-placed model, an inline child's): it is published now. */
+  /** The running step's model request was made (the host made it, or its runner says so): it is published now. */
   requested(): void {
     if (channels.step.hasSubscribers || channels.tool.hasSubscribers) this.#announce()
   }
