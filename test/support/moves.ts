@@ -71,15 +71,21 @@ export function endsOf(host: Host): Map<string, SubagentEndEvent> {
 }
 
 /**
- * A host model whose first request streams `first` and then waits until it is aborted (a move
- * aborts it); every later request answers `after` whole.
+ * A host model whose first request streams `first` (nothing when it is empty) and then waits
+ * until it is aborted (a move aborts it); every later request answers `after` whole. `requested`
+ * resolves once the first request was made.
  */
-export function heldUntilMoved(first: string, after: string): Model {
+export function heldUntilMoved(first: string, after: string): Model & { requested: Promise<void>; requests(): number } {
   let requests = 0
+  let asked!: () => void
+  const requested = new Promise<void>((resolve) => (asked = resolve))
   return {
+    requested,
+    requests: () => requests,
     async *stream(request) {
       if (++requests > 1) return yield* textResponse(after)
-      yield { type: 'text-delta', text: first }
+      asked()
+      if (first !== '') yield { type: 'text-delta', text: first }
       await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }))
     },
   }
