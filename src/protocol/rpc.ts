@@ -285,7 +285,8 @@ export class RpcServer {
   }
 
   #emit(id: number, active: ActiveCall, chunk: StreamChunk): boolean {
-    if (this.#active.get(id) !== active || active.cancelled || active.method === this.#muted) return false
+    // A muted method's running calls were cancelled by the mute, and later ones are not served.
+    if (this.#active.get(id) !== active || active.cancelled) return false
     const wire = toWireChunk(chunk)
     let held = this.#held
     if (held?.active === active) {

@@ -175,7 +175,8 @@ export class ChildDiagnostics {
 
   /** The running step's model request was made (the host made it, or its runner says so): it is published now. */
   requested(): void {
-    if (channels.step.hasSubscribers || channels.tool.hasSubscribers) this.#announce()
+    // Without a subscriber the state is idle (see recorded), and nothing is announced.
+    this.#announce()
   }
 
   ended(ended: ChildOutcomeInfo): void {
