@@ -28,7 +28,7 @@ export function readTurns(events: readonly SessionEvent[], from: number): TurnsR
       const { content, usage: step } = data
       if (content.length > 0) lastMessage = content
       committed = streamed.length
-      if (step) usage = { inputTokens: (usage?.inputTokens ?? 0) + step.inputTokens, outputTokens: (usage?.outputTokens ?? 0) + step.outputTokens }
+      if (step) usage = addUsage(usage, step)
     } else if (type === 'assistant/chunk') {
       streamed += data.chunk.text
     } else if (type === 'child/moved') {
@@ -40,6 +40,11 @@ export function readTurns(events: readonly SessionEvent[], from: number): TurnsR
   }
   const output = lastMessage ? lastMessage.map((b) => ({ ...b })) : streamed ? [{ type: 'text' as const, text: streamed }] : []
   return { output, end, usage }
+}
+
+/** Two usages summed; an absent one adds nothing. */
+export function addUsage(a: Usage | undefined, b: Usage): Usage {
+  return a ? { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens } : b
 }
 
 export function stopReasonOf(end: TurnEndReason | undefined): StopReason {

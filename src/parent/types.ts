@@ -46,8 +46,8 @@ export interface SubagentResult<T = unknown> {
   /** The token usage of the child's own steps, summed; absent when no step reported any. */
   usage?: Usage
   /**
-   * The usage of the child's whole tree: its own steps' plus every descendant's, as the host
-   * counted it (CONTRACT.md §12); absent when nothing in the tree reported any.
+   * The usage of the child's whole tree: its own `usage` plus every descendant's, summed from
+   * what each session recorded (CONTRACT.md §12); absent when nothing in the tree reported any.
    */
   totalUsage?: Usage
   stopReason: SubagentStopReason

@@ -395,22 +395,24 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await expectCancelledMidStream(h, parent)
   })
 
-  it("a forged host-model call from module code on a node is served and counted by the host: its usage is in totalUsage though the runner never recorded it", async ({ expect, onTestFinished }) => {
+  it("a forged host-model call from module code on a node is served and counted by the host: what it streamed spends limits.maxTotalTokens though the runner never recorded it", async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
     await my.node(queue, { module: WIRE_MODULE })
     const forged = { frame: [{ type: 'rpc/call', child: '$self', call: 777, method: 'model', payload: { provider: 'scripted' } }], reply: 777 }
     const served = { type: 'usage' as const, inputTokens: 500, outputTokens: 70 }
-    const { host: h, model, parent } = my.host(queue, [toolCallResponse('f', 'forge', forged), [served, { type: 'finish', reason: 'stop' }], textResponse('done')], { ...PATIENT, module: WIRE_MODULE })
-    const child = await h.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal })
+    const { host: h, model, parent } = my.host(queue, [toolCallResponse('f', 'forge', forged), [served, { type: 'finish', reason: 'stop' }], textResponse('never')], { ...PATIENT, module: WIRE_MODULE })
+    const child = await h.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal, limits: { maxTotalTokens: 500 } })
     const result = await child.result
     const events = h.agents.get(child.id)!.session.events
     await child.dispose()
-    expect(model.requests).toHaveLength(3)
+    // The honest step and the forged call were served; the step after them was refused.
+    expect(model.requests).toHaveLength(2)
     const reported = events.flatMap((event) => (event.type === 'assistant/message' && event.data.usage ? [event.data.usage] : []))
     const sum = (key: 'inputTokens' | 'outputTokens') => reported.reduce((total, usage) => total + usage[key], 0)
-    expect(result).toMatchObject({ stopReason: 'completed', usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens') } })
-    expect(result.totalUsage).toEqual({ inputTokens: sum('inputTokens') + 500, outputTokens: sum('outputTokens') + 70 })
+    expect(sum('inputTokens') + sum('outputTokens')).toBeLessThan(500)
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (500 tokens)', usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens') } })
+    expect(result.totalUsage).toEqual(result.usage)
   })
 
   it("forged calls from module code on a node are refused as on a thread: a host tool the child's filter denies, one needing approval, arguments breaking the schema, a payload not the method's, another model; none runs", async ({ expect, onTestFinished }) => {

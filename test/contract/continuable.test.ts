@@ -224,6 +224,19 @@ describe.each(TRANSPORTS)('continuable children [%s]', (transport) => {
     await run.dispose()
   })
 
+  it("its end reports its life's usage: every activation's own usage summed, and totalUsage with it (§12)", async () => {
+    const spent = (text: string, inputTokens: number, outputTokens: number) => [{ type: 'text-delta', text }, { type: 'usage', inputTokens, outputTokens }, { type: 'finish', reason: 'stop' }] as StreamChunk[]
+    const { host, parent } = setup(transport, [spent('one', 1, 2), spent('two', 10, 20)])
+    const ends: unknown[] = []
+    host.on('subagent/end', (end) => ends.push(end))
+    const run = await host.spawn.startContinuable({ prompt: 'a', parent, agentOptions: { provider: 'scripted' } })
+    run.send('b')
+    const settled = await settlementsOf(run, 2)
+    expect(settled.map((settlement) => settlement.usage)).toEqual([{ inputTokens: 1, outputTokens: 2 }, { inputTokens: 10, outputTokens: 20 }])
+    await run.dispose()
+    expect(ends).toMatchObject([{ stopReason: 'completed', usage: { inputTokens: 11, outputTokens: 22 }, totalUsage: { inputTokens: 11, outputTokens: 22 } }])
+  })
+
   it('limits: timeoutMs counts per activation', async () => {
     const { host, parent, model } = setup(transport, ['hang', textResponse('in time')])
     const run = await host.spawn.startContinuable({ prompt: 'a', parent, agentOptions: { provider: 'scripted' }, limits: { timeoutMs: 1000 } })

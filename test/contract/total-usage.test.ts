@@ -2,7 +2,8 @@
  * CONTRACT.md §12, `totalUsage`, on every transport: a child's own usage plus every
  * descendant's, over a three-level tree (child, grandchild, great-grandchild), on the result, on
  * `subagent/end` and on the `child:end` channel, with exact numbers. The sums are the host's own
- * count of the tree: nothing a runner says of its descendants is asked for.
+ * count of the tree: nothing a runner says of its descendants is asked for. Only recorded usage
+ * is reported; a failed step's tokens are spent (they count against `maxTotalTokens`), not reported.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -67,26 +68,36 @@ describe.each(TRANSPORTS)('§12 totalUsage [%s]', (transport) => {
     expect(result).toEqual({ output: [{ type: 'text', text: 'free' }], stopReason: 'completed' })
   })
 
-  it('the tokens a failed step reported count in the tree, though no step of it was recorded, the same on every transport', async () => {
+  it("a failed step's tokens are in no step's usage, so not in totalUsage (own usage plus descendants', summed)", async () => {
     const failing: StreamChunk[] = [{ type: 'text-delta', text: 'cut' }, usage(4, 8)] // no finish: the step fails
     const fixture = setup(transport, [delegateStep('c1', 'grandchild', usage(1, 2)), failing, textStep('top done', usage(16, 32))])
     fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn' }))
     const ends = recordLifecycle(fixture.host)
     const result = await fixture.host.spawn.run({ prompt: 'delegate', parent: fixture.parent })
-    expect(result).toMatchObject({ stopReason: 'completed', usage: { inputTokens: 17, outputTokens: 34 }, totalUsage: { inputTokens: 21, outputTokens: 42 } })
+    expect(result).toMatchObject({ stopReason: 'completed', usage: { inputTokens: 17, outputTokens: 34 }, totalUsage: { inputTokens: 17, outputTokens: 34 } })
     const grandchild = ends.ends.find((end) => end.runId !== ends.starts[0]!.runId)!
     expect(grandchild.stopReason).toBe('error')
     expect(grandchild).not.toHaveProperty('usage')
-    expect(grandchild.totalUsage).toEqual({ inputTokens: 4, outputTokens: 8 })
+    expect(grandchild).not.toHaveProperty('totalUsage')
   })
 
-  it('a failed step\'s tokens add to the steps recorded before it', async () => {
+  it("yet a failed step's tokens were spent: they count against an ancestor's maxTotalTokens (§11), which stops the tree", async () => {
+    const failing: StreamChunk[] = [{ type: 'text-delta', text: 'cut' }, usage(4, 8)] // no finish: the step fails
+    const fixture = setup(transport, [delegateStep('c1', 'grandchild', usage(0, 1)), failing, textStep('never asked', usage(16, 32))])
+    fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn' }))
+    // 1 token recorded, 12 spent by the grandchild's failed step: 13 reach the budget.
+    const result = await fixture.host.spawn.run({ prompt: 'delegate', parent: fixture.parent, limits: { maxTotalTokens: 13 } })
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (13 tokens)', usage: { inputTokens: 0, outputTokens: 1 }, totalUsage: { inputTokens: 0, outputTokens: 1 } })
+    expect(fixture.model.requests).toHaveLength(2)
+  })
+
+  it("a failed step after recorded ones: usage and totalUsage are the recorded steps' alone", async () => {
     const callStep: StreamChunk[] = [{ type: 'tool-call', id: 'n1', name: 'noop', arguments: '{}' }, usage(1, 2), { type: 'finish', reason: 'tool-calls' }]
     const failing: StreamChunk[] = [{ type: 'text-delta', text: 'cut' }, usage(4, 8)] // no finish: the step fails
     const fixture = setup(transport, [callStep, failing])
     fixture.host.tools.register(defineTool({ name: 'noop', description: 'does nothing', parameters: { type: 'object' }, execute: () => 'ok' }))
     const result = await fixture.host.spawn.run({ prompt: 'two steps', parent: fixture.parent })
-    expect(result).toMatchObject({ stopReason: 'error', usage: { inputTokens: 1, outputTokens: 2 }, totalUsage: { inputTokens: 5, outputTokens: 10 } })
+    expect(result).toMatchObject({ stopReason: 'error', usage: { inputTokens: 1, outputTokens: 2 }, totalUsage: { inputTokens: 1, outputTokens: 2 } })
   })
 
   it('a malformed usage chunk counts for nothing: the step fails, and the tree reports no usage', async () => {

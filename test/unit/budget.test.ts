@@ -1,7 +1,8 @@
 /**
  * The host's budget tree (CONTRACT.md §11) as a runner that lies meets it: a host-placed model
  * call beyond a limit is refused by the host, the host counts what it served whatever the runner
- * reports, and a runner that makes more steps than its bound is stopped.
+ * reports, and a runner that makes more steps than its bound is stopped. What the tree reports
+ * (`totalUsage`) is what its sessions recorded; what it spent (its limits) is the host's count.
  */
 import { describe, expect, it } from 'vitest'
 import { Budget } from '../../dist/parent/driver/budget.js'
@@ -53,9 +54,9 @@ describe('the host budget', () => {
     expect(child.budget.limits).toEqual({ maxTotalTokens: 100 })
     const metered = meteredModel(model, child.budget)
     await drain(metered)
-    // The runner claims the step cost nothing.
+    // The runner claims the step cost nothing: that is what it recorded, not what it spent.
     child.budget.observe({ seq: 3, type: 'assistant/message', data: { content: [], usage: { inputTokens: 0, outputTokens: 0 } } })
-    expect(root.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
+    expect(root.budget.totalUsage()).toEqual({ inputTokens: 0, outputTokens: 0 })
     expect(Budget.inherit(root.budget).limits).toEqual({ maxTotalTokens: 60 })
     await drain(metered)
     await drain(metered)
@@ -107,14 +108,14 @@ describe('the host budget', () => {
   })
 
   it("a metered model's parts meter a request as its own stream does: one admission a request, its usage counted once", async () => {
-    const { budget: node, stops } = budget({ maxSteps: 2 })
+    const { budget: node, stops } = budget({ maxSteps: 2, maxTotalTokens: 100 })
     const metered = meteredModel(model, node)
     expect(metered.model).toBe(model)
     const meter = metered.meter()
     for await (const chunk of metered.model.stream(request)) meter.see(chunk)
     meter.close()
     meter.close()
-    expect(node.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
+    expect(Budget.inherit(node).limits.maxTotalTokens).toBe(60)
     // Its own stream and its parts share the one budget: the third request is refused.
     await drain(metered)
     expect(() => metered.meter()).toThrow('the host refused the model request: the child reached limits.maxSteps (2)')
@@ -136,17 +137,22 @@ describe('the host budget', () => {
     expect(root.budget.totalUsage()).toEqual({ inputTokens: 0, outputTokens: 4 })
   })
 
-  it("totalUsage: absent until the tree counted some usage, then own plus every descendant's, ended ones included", async () => {
-    const root = budget({})
+  it("totalUsage: absent until the tree recorded some usage, then own plus every descendant's recorded, ended ones included; served and never recorded is spent, not reported", async () => {
+    const root = budget({ maxTotalTokens: 1000 })
     const child = budget({}, root.budget)
     const grandchild = budget({}, child.budget)
-    expect(root.budget.totalUsage()).toBeUndefined()
+    // Served, and no session recorded it (a step that failed): spent, not reported.
     await drain(meteredModel(model, grandchild.budget))
-    // What a grandchild spent stays counted above it once it is done.
+    expect(root.budget.totalUsage()).toBeUndefined()
+    expect(Budget.inherit(root.budget).limits.maxTotalTokens).toBe(960)
+    // The grandchild's next step is served and recorded; what it recorded stays counted above it once it is done.
+    await drain(meteredModel(model, grandchild.budget))
+    grandchild.budget.observe({ seq: 3, type: 'assistant/message', data: { content: [], usage: { inputTokens: 30, outputTokens: 10 } } })
     grandchild.budget.end()
     child.budget.observe({ seq: 4, type: 'assistant/message', data: { content: [], usage: { inputTokens: 1, outputTokens: 2 } } })
     expect(grandchild.budget.totalUsage()).toEqual({ inputTokens: 30, outputTokens: 10 })
     expect(child.budget.totalUsage()).toEqual({ inputTokens: 31, outputTokens: 12 })
     expect(root.budget.totalUsage()).toEqual({ inputTokens: 31, outputTokens: 12 })
+    expect(Budget.inherit(root.budget).limits.maxTotalTokens).toBe(1000 - 83)
   })
 })

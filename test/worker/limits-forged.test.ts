@@ -1,7 +1,8 @@
 /**
  * CONTRACT.md §11 against a runner that lies: module code forges a host-placed model call beyond
  * the child's step bound on its runner's channel. The host refuses it (the model is never asked)
- * and stops the child for the limit; one within the bound is served, and counted by the host.
+ * and stops the child for the limit; one within the bound is served, and what it streamed counts
+ * against the child's token budget though no session records it.
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -23,15 +24,17 @@ describe.each(POOLED)('%s transport: limits hold against a forging runner', (iso
     expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxSteps (1 steps)' })
   })
 
-  it('a forged host-model call is counted by the host: its usage is in totalUsage though the runner never recorded it', async () => {
+  it('a forged host-model call is counted by the host: what it streamed spends limits.maxTotalTokens though the runner never recorded it, and the next request is refused', async () => {
     const served = { type: 'usage' as const, inputTokens: 500, outputTokens: 70 }
-    const { model, run } = hostOn(WIRE_MODULE, [toolCallResponse('f', 'forge', forgedModelCall), [served, { type: 'finish', reason: 'stop' }], textResponse('done')], { isolation })
-    const { result, events } = await run()
-    expect(model.requests).toHaveLength(3)
-    // What the runner recorded: the two honest steps' usage, and not the forged one's.
+    const { model, run } = hostOn(WIRE_MODULE, [toolCallResponse('f', 'forge', forgedModelCall), [served, { type: 'finish', reason: 'stop' }], textResponse('never')], { isolation })
+    const { result, events } = await run({ limits: { maxTotalTokens: 500 } })
+    // The honest step and the forged call were served; the step after them was refused.
+    expect(model.requests).toHaveLength(2)
+    // What the runner recorded, and so what the tree reports: the honest step's usage alone.
     const reported = events.flatMap((event) => (event.type === 'assistant/message' && event.data.usage ? [event.data.usage] : []))
     const sum = (key: 'inputTokens' | 'outputTokens') => reported.reduce((total, usage) => total + usage[key], 0)
-    expect(result).toMatchObject({ stopReason: 'completed', usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens') } })
-    expect(result.totalUsage).toEqual({ inputTokens: sum('inputTokens') + 500, outputTokens: sum('outputTokens') + 70 })
+    expect(sum('inputTokens') + sum('outputTokens')).toBeLessThan(500)
+    expect(result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (500 tokens)', usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens') } })
+    expect(result.totalUsage).toEqual(result.usage)
   })
 })

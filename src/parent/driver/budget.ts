@@ -8,7 +8,8 @@
  * What counts as spent is what the host receives: the `assistant/message` events it mirrors (a
  * module model's usage is what its runner reports), and for a host-placed model the usage chunks
  * the host streamed itself. Of the two, the larger is taken, so a runner that reports less than
- * the host served is not believed.
+ * the host served is not believed. What the tree reports (`totalUsage`) is narrower: only what
+ * its sessions recorded, so a failed or cancelled step's tokens are spent but not reported.
  */
 import { limitReason, type LimitReason } from '../../agent/limit-stop.js'
 import type { StreamMeter } from '../../agent/models/metered.js'
@@ -50,8 +51,15 @@ export class Budget {
   #spent: LimitReason | undefined
   /** The spent limit is this node's own deadline: a continuable child's next activation has a new one. */
   #timedOut = false
-  /** Whether any usage was counted for this node or a descendant: `totalUsage` is absent until then. */
-  #counted = false
+  /**
+   * The usage this agent's session records (its steps' own usage, CONTRACT.md §3) and the sum of
+   * its descendants': what `totalUsage` reports (§12). A failed or cancelled step's tokens are in
+   * no step's usage: they count against `maxTotalTokens` (they were spent), not here.
+   */
+  #recorded = zero()
+  #recordedBelow = zero()
+  /** Whether this agent or a descendant recorded any usage: `totalUsage` is absent until then. */
+  #recordedAny = false
   /**
    * A limit its own host-served step spent, before its runner recorded that step: it is stopped
    * when the record comes, as inline stops it at the record, so a step that ends the turn
@@ -160,7 +168,10 @@ export class Budget {
     // The runner made a request beyond its bound (its own loop stops before it): stop it.
     if (maxSteps !== undefined && this.#reportedSteps > maxSteps) this.#owner?.stop(limitReason('maxSteps', maxSteps))
     const usage = counted(event.data.usage)
-    if (usage) this.#spend(() => void (this.#reported = add(this.#reported, usage)))
+    if (usage) {
+      this.#record(usage)
+      this.#spend(() => void (this.#reported = add(this.#reported, usage)))
+    }
     const recorded = this.#stopAtRecord
     this.#stopAtRecord = undefined
     if (recorded) this.#owner?.stop(recorded.reason)
@@ -244,13 +255,18 @@ export class Budget {
     return this.#moves
   }
 
-  /**
-   * Own usage plus every descendant's, as the host counted it (what `totalUsage` reports): a
-   * descendant counts because the host metered it, never because a runner said so. Absent while
-   * nothing in the tree reported any usage.
-   */
+  /** Own recorded usage plus every descendant's (CONTRACT.md §12); absent while nothing in the tree recorded any. */
   totalUsage(): Usage | undefined {
-    return this.#counted ? this.#tree() : undefined
+    return this.#recordedAny ? add(this.#recorded, this.#recordedBelow) : undefined
+  }
+
+  #record(usage: Usage): void {
+    this.#recorded = add(this.#recorded, usage)
+    this.#recordedAny = true
+    for (let node = this.parent; node; node = node.parent) {
+      node.#recordedBelow = add(node.#recordedBelow, usage)
+      node.#recordedAny = true
+    }
   }
 
   #tree(): Usage {
@@ -269,7 +285,6 @@ export class Budget {
   #spend(change: () => void, recording?: Budget): void {
     const before = this.#own()
     change()
-    for (let node: Budget | undefined = this; node && !node.#counted; node = node.parent) node.#counted = true
     const after = this.#own()
     const delta = { inputTokens: after.inputTokens - before.inputTokens, outputTokens: after.outputTokens - before.outputTokens }
     if (delta.inputTokens === 0 && delta.outputTokens === 0) return

@@ -15,10 +15,11 @@
  *     └──────────── dispose (any phase) ──▶ disposed
  */
 import { limitDiagnostic, type LimitReason } from '../../../agent/limit-stop.js'
+import { addUsage } from '../../../agent/outcome.js'
 import type { ChildSpec } from '../../../agent/child.js'
 import { toContent } from '../../../agent/loop.js'
 import { textOf, type ContentBlock } from '../../../protocol/shapes/content.js'
-import type { SessionEvent } from '../../../protocol/shapes/session.js'
+import type { SessionEvent, Usage } from '../../../protocol/shapes/session.js'
 import { take, type Notice } from '../../../protocol/shapes/notice.js'
 import { messageOf, subagentError } from '../../../protocol/errors.js'
 import type { Budget } from '../budget.js'
@@ -92,6 +93,8 @@ export class ContinuableChild implements ContinuableRun {
   #pumping: Promise<void> | undefined
   #disposal: Promise<void> | undefined
   #last: Settlement | undefined
+  /** Its own usage over its life, every activation's summed: what its end reports (CONTRACT.md §12). */
+  #usage: Usage | undefined
   /** Settlement notices for it as a parent that came while no activation ran: its next one takes them. */
   readonly #notices: Notice[] = []
   readonly #publishedAt = performance.now()
@@ -247,6 +250,7 @@ export class ContinuableChild implements ContinuableRun {
 
   #settle(settlement: Settlement): void {
     this.#last = settlement
+    if (settlement.usage) this.#usage = addUsage(this.#usage, settlement.usage)
     this.#log.push(settlement)
     this.#hooks.lifecycle.emit('subagent/settled', settlement)
   }
@@ -274,11 +278,11 @@ export class ContinuableChild implements ContinuableRun {
     await this.#init.writer.close()
   }
 
-  /** Its life is over: `subagent/end` (with its last activation's outcome) and the watch's readers end. */
+  /** Its life is over: `subagent/end` (its last activation's outcome, its life's usage) and the watch's readers end. */
   #ended(): void {
     const last = this.#last
     const outcome: ChildOutcomeInfo = { stopReason: last?.stopReason ?? 'aborted' }
-    if (last?.usage) outcome.usage = last.usage
+    if (this.#usage) outcome.usage = this.#usage
     const totalUsage = this.#init.budget.totalUsage()
     if (totalUsage) outcome.totalUsage = totalUsage
     if (last?.diagnostic !== undefined) outcome.diagnostic = last.diagnostic
