@@ -8,7 +8,7 @@ import { subagentError } from '../protocol/errors.js'
 
 export const NODE_USAGE = `usage: subagent-worker node --redis URL [--queue NAME] [--max-threads N]
                             [--min-threads N] [--idle-timeout-ms MS] [--children-per-worker M]
-                            [--nice-increment N]
+                            [--nice-increment N] [--load-timeout-ms MS]
                             [--agent-module URL]... [--name NAME] [--shutdown-ms MS]
                             [--host-silence-ms MS]
 
@@ -22,6 +22,8 @@ and runs them on this machine's worker threads. Needs the bullmq and ioredis pac
   --idle-timeout-ms MS     threads above --min-threads with no children exit after this
                            (default 10000)
   --children-per-worker M  children sharing one thread (default 1)
+  --load-timeout-ms MS     how long a new thread may take to load a host's agent module; past
+                           it the thread is stopped and its children fail (default 30000)
   --nice-increment N       how much lower than the node's main thread its threads are
                            scheduled, 0-19 (default 0; Linux only)
   --agent-module URL       an agent module hosts may name (createHost's agentModule), as a
@@ -44,6 +46,7 @@ const OPTIONS = {
   'idle-timeout-ms': { type: 'string' },
   'children-per-worker': { type: 'string' },
   'nice-increment': { type: 'string' },
+  'load-timeout-ms': { type: 'string' },
   'agent-module': { type: 'string', multiple: true },
   name: { type: 'string' },
   'shutdown-ms': { type: 'string' },
@@ -77,6 +80,7 @@ export async function runNode(argv: string[]): Promise<void> {
       idleTimeoutMs: whole('--idle-timeout-ms', values['idle-timeout-ms']),
       childrenPerWorker: whole('--children-per-worker', values['children-per-worker']),
       niceIncrement: whole('--nice-increment', values['nice-increment']),
+      loadTimeoutMs: whole('--load-timeout-ms', values['load-timeout-ms']),
     },
     ...(values.name === undefined ? {} : { name: values.name }),
     ...(values['host-silence-ms'] === undefined ? {} : { hostSilenceMs: whole('--host-silence-ms', values['host-silence-ms']) }),

@@ -138,6 +138,12 @@ export interface PoolOptions {
   /** Children sharing one runner; default 1 (a runner to each child). */
   childrenPerWorker?: number
   idleTimeoutMs?: number
+  /**
+   * How long a new runner may take to load the agent module, in ms; default 30000. A runner still
+   * loading past it (top-level code that never completes) is stopped, and the children placed on
+   * it fail with a diagnostic saying so, instead of waiting for good.
+   */
+  loadTimeoutMs?: number
   /** Starts that may wait for a slot; one more is refused at once. Default unbounded. */
   maxQueue?: number
   /** Heap caps per runner, in MB; a child process takes only the two heap sizes. */

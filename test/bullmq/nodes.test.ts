@@ -33,6 +33,7 @@ import { Watch } from '../support/watch.js'
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
 const HOST_DIES = fileURLToPath(new URL('../fixtures/remote-host-dies.mjs', import.meta.url))
 const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
+const NEVER_LOADS = fileURLToPath(new URL('../fixtures/never-loads-module.mjs', import.meta.url))
 const REDIS = BULLMQ?.redis ?? ''
 /** The depth-1 BullMQ queue behind a transport's `queue`. */
 const depth1 = (queue: string) => `${queue}-v${PROTOCOL_VERSION}-depth1`
@@ -537,6 +538,19 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     const result = await h.spawn.run({ prompt: 'how nice?', parent })
     expect(result.stopReason).toBe('completed')
     expect(JSON.parse(textOf(result.output))).toEqual({ nice: expected })
+  })
+
+  it("a node's thread whose agent module never finishes loading is stopped after --load-timeout-ms: the start fails saying so, never hangs", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    await my.node(queue, { module: NEVER_LOADS, extra: ['--load-timeout-ms', '300'] })
+    const { host: h, parent } = my.host(queue, [textResponse('never')], { ...PATIENT, module: NEVER_LOADS })
+    const failure = await h.spawn.start({ prompt: 'go', parent, signal: new AbortController().signal }).then(
+      () => expect.unreachable('a child on a thread that never loaded was published'),
+      (error: unknown) => error,
+    )
+    expect(failure).toMatchObject({ code: 'ERR_SUBAGENT_CHILD_ENDED', message: expect.stringMatching(/the worker thread \d+ did not finish loading the agent module within 300 ms \(pool\.loadTimeoutMs\): its top-level code never completed/) })
+    expect(h.agents.list()).toEqual([parent])
   })
 
   it('a node takes jobs from its own queue only', async ({ expect, onTestFinished }) => {

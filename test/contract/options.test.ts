@@ -28,6 +28,7 @@ describe.each(ISOLATIONS)('host options [%s]', (isolation) => {
     [{ pool: { maxThreads: 1.5 } }, 'pool.maxThreads', 'pool.maxThreads must be a whole number from 1 to 1024, not 1.5'],
     [{ pool: { childrenPerWorker: Number.NaN } }, 'pool.childrenPerWorker', 'pool.childrenPerWorker must be a whole number >= 1, not NaN'],
     [{ pool: { idleTimeoutMs: Number.NaN } }, 'pool.idleTimeoutMs', 'pool.idleTimeoutMs must be a whole number from 0 to 2147483647, not NaN'],
+    [{ pool: { loadTimeoutMs: 0 } }, 'pool.loadTimeoutMs', 'pool.loadTimeoutMs must be a whole number from 1 to 2147483647, not 0'],
     [{ pool: { minThreads: 4, maxThreads: 2 } }, 'pool.minThreads', 'pool.minThreads must be at most pool.maxThreads (2), not 4'],
     [{ pool: { maxThread: 2 } }, 'pool.maxThread', 'pool.maxThread must be a known pool option'],
     [{ pool: { resourceLimits: { maxOldGenerationSizeMb: -1 } } }, 'pool.resourceLimits.maxOldGenerationSizeMb', 'must be a positive number of MB, not -1'],

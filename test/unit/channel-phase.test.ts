@@ -27,19 +27,19 @@ const hello = { type: 'hello', v: PROTOCOL_VERSION }
 const pong = (n: number) => ({ type: 'pong', n })
 
 describe('a runner channel', () => {
-  it('is greeted by a hello in its version, judgeable once ready, and remembers the greeting after its end', () => {
+  it('is greeted by a hello in its version, loading until ready, judgeable once ready, and remembers how far it came after its end', () => {
     const { subject, kills } = channel()
-    expect(subject.greeted).toBe(false)
+    expect([subject.reached, subject.loading]).toEqual(['opening', true])
     subject.receive([hello])
-    expect([subject.greeted, subject.judgeable]).toEqual([true, false])
+    expect([subject.reached, subject.loading, subject.judgeable]).toEqual(['greeted', true, false])
     subject.receive([{ type: 'ready', hooks: ['beforeStep'] }])
-    expect(subject.judgeable).toBe(true)
+    expect([subject.reached, subject.loading, subject.judgeable]).toEqual(['ready', false, true])
     expect(subject.hooks).toEqual(new Set(['beforeStep']))
     // A runner may say ready again: no error.
     subject.receive([{ type: 'ready' }])
     expect(kills).toEqual([])
     subject.end({ stopReason: 'aborted', diagnostic: 'closed' })
-    expect([subject.greeted, subject.judgeable]).toEqual([true, false])
+    expect([subject.reached, subject.loading, subject.judgeable]).toEqual(['ready', false, false])
     expect(subject.hooks).toEqual(new Set(['beforeStep']))
   })
 
@@ -54,7 +54,7 @@ describe('a runner channel', () => {
     const { subject, kills, discarded } = channel()
     subject.receive([{ type: 'ready' }])
     expect(kills).toEqual([{ stopReason: 'error', diagnostic: `protocol error: the worker thread 1 sent a 'ready' before its 'hello', so it was stopped` }])
-    expect([subject.greeted, subject.judgeable, discarded()]).toEqual([false, false, 1])
+    expect([subject.reached, subject.judgeable, discarded()]).toEqual(['opening', false, 1])
   })
 
   it('a hello in another version stops the runner, and it never counts as greeted', () => {
@@ -63,10 +63,10 @@ describe('a runner channel', () => {
     expect(kills).toHaveLength(1)
     expect(kills[0]!.diagnostic).toMatch(/version/)
     subject.end(kills[0]!)
-    expect(subject.greeted).toBe(false)
+    expect([subject.reached, subject.loading]).toEqual(['opening', false])
   })
 
-  it('once distrusted, reads nothing more, and keeps whether it had been greeted', () => {
+  it('once distrusted, reads nothing more, and keeps how far it had come', () => {
     const { subject, kills } = channel()
     subject.receive([hello])
     subject.receive([pong(1)])
@@ -74,9 +74,9 @@ describe('a runner channel', () => {
     // Distrusted: a second violation, or anything else, is not read.
     subject.receive([pong(2), { type: 'fatal', error: { name: 'Error', message: 'x' } }])
     expect(kills).toHaveLength(1)
-    expect(subject.greeted).toBe(true)
+    expect([subject.reached, subject.loading]).toEqual(['greeted', false])
     subject.end(kills[0]!)
-    expect(subject.greeted).toBe(true)
+    expect(subject.reached).toBe('greeted')
   })
 
   it('once ended, pings and reads nothing', () => {

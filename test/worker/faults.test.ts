@@ -13,6 +13,7 @@ import { RUNNER_YOUNG_GENERATION_MB } from '../../dist/parent/runners/endpoints/
 import { defineTool, ScriptedModel, textResponse, toolCallResponse, toolCallsResponse, type HostOptions, type ScriptEntry, type SubagentRun } from 'subagent-worker'
 
 const FAULT_MODULE = fileURLToPath(new URL('../fixtures/fault-module.mjs', import.meta.url))
+const NEVER_LOADS = fileURLToPath(new URL('../fixtures/never-loads-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
 
 const signal = () => new AbortController().signal
@@ -278,6 +279,20 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
     await host.close()
     await refused
     expect((await running.result).stopReason).toBe('aborted')
+  })
+
+  it('a runner whose agent module never finishes loading is stopped after pool.loadTimeoutMs: the start fails saying so, never hangs', async () => {
+    const { host, parent } = hostOn(NEVER_LOADS, [textResponse('never')], { isolation, pool: { minThreads: 0, maxThreads: 1, loadTimeoutMs: 300, env: { SUBAGENT_NEVER_LOAD: '1' } } })
+    const failure = await host.spawn.start({ prompt: 'go', parent, signal: signal() }).then(
+      () => expect.unreachable('a child on a runner that never loaded was published'),
+      (error: unknown) => error,
+    )
+    const runner = isolation === 'worker' ? 'worker thread' : 'child process'
+    expect(failure).toMatchObject({
+      code: 'ERR_SUBAGENT_RUNNER_LOST',
+      message: expect.stringMatching(new RegExp(`^the ${runner} \\d+ did not finish loading the agent module within 300 ms \\(pool\\.loadTimeoutMs\\): its top-level code never completed \\(an await that never settles, or code that never yields\\), so it was ${stopped}$`)),
+    })
+    expect(host.agents.list()).toEqual([parent])
   })
 
   it('a module model that kills its thread on the first pull loses none of the events before it', async () => {

@@ -13,7 +13,7 @@ import { createMemoryStore, type SessionStore } from '../driver/stores/store.js'
 import type { Transport } from '../transport.js'
 import { ENDPOINTS, isEndpointIsolation, type EndpointIsolation } from '../runners/endpoints/table.js'
 import { MAX_NICE } from '../runners/endpoints/priority.js'
-import type { PoolSettings } from '../runners/runner-pool.js'
+import { DEFAULT_LOAD_TIMEOUT_MS, type PoolSettings } from '../runners/runner-pool.js'
 import { DEFAULT_ABORT_GRACE_MS } from '../runners/grace.js'
 import type { PoolOptions } from '../types.js'
 
@@ -56,7 +56,7 @@ export interface HostSettings {
 }
 
 const OPTION_KEYS = new Set(['isolation', 'transport', 'agentModule', 'pool', 'sandbox', 'abortGraceMs', 'store', 'persona', 'maxParallelToolCalls', 'limits'])
-const POOL_KEYS = new Set(['minThreads', 'maxThreads', 'childrenPerWorker', 'idleTimeoutMs', 'maxQueue', 'resourceLimits', 'niceIncrement', 'env'])
+const POOL_KEYS = new Set(['minThreads', 'maxThreads', 'childrenPerWorker', 'idleTimeoutMs', 'loadTimeoutMs', 'maxQueue', 'resourceLimits', 'niceIncrement', 'env'])
 const LIMIT_KEYS = new Set(['maxOldGenerationSizeMb', 'maxYoungGenerationSizeMb', 'codeRangeSizeMb', 'stackSizeMb'])
 /** A child process takes its heap caps as Node flags; these two have none. */
 const THREAD_ONLY_LIMITS = new Set(['codeRangeSizeMb', 'stackSizeMb'])
@@ -121,6 +121,7 @@ function poolSettings(pool: PoolOptions, isolation: Isolation): PoolSettings {
     minThreads: minThreads ?? Math.min(maxThreads, Math.max(1, Math.floor(cores / 2))),
     childrenPerWorker: integerOption('pool.childrenPerWorker', pool.childrenPerWorker, 1) ?? 1,
     idleTimeoutMs: integerOption('pool.idleTimeoutMs', pool.idleTimeoutMs, 0, MAX_TIMER_MS) ?? 10_000,
+    loadTimeoutMs: integerOption('pool.loadTimeoutMs', pool.loadTimeoutMs, 1, MAX_TIMER_MS) ?? DEFAULT_LOAD_TIMEOUT_MS,
     maxQueue,
     resourceLimits: resourceLimits(pool.resourceLimits, isolation),
     niceIncrement: integerOption('pool.niceIncrement', pool.niceIncrement, 0, MAX_NICE) ?? 0,

@@ -86,11 +86,14 @@ export interface Culprit {
   fault: Fault
 }
 
+/** The phases of a runner that is still being read (see the diagram above). */
+type Open = 'opening' | 'greeted' | 'ready'
+
 /**
- * Where the channel is (see the diagram above). The last two remember whether the runner had said
- * hello: a runner that died before it did would not start either if tried again.
+ * Where the channel is. The last two remember how far the runner had come: one that never loaded
+ * its module would not load it either if tried again.
  */
-type Phase = { name: 'opening' | 'greeted' | 'ready' } | { name: 'distrusted' | 'ended'; greeted: boolean }
+type Phase = { name: Open } | { name: 'distrusted' | 'ended'; reached: Open }
 
 export class RunnerChannel {
   readonly kind: RunnerKind
@@ -115,6 +118,8 @@ export class RunnerChannel {
   readonly #intake: FrameIntake
   /** When the last child left (performance.now()). */
   #idleSince = performance.now()
+  /** When the channel opened (performance.now()): a runner's module load is bounded from here. */
+  readonly openedAt = performance.now()
 
   constructor(options: ChannelOptions) {
     this.kind = options.kind
@@ -137,10 +142,15 @@ export class RunnerChannel {
     this.outbox.push({ type: 'welcome', v: PROTOCOL_VERSION, config: options.config })
   }
 
-  /** Whether the runner ever answered: one that dies before that will not start either if tried again. */
-  get greeted(): boolean {
+  /** How far the runner came: 'ready' once it loaded its module. */
+  get reached(): Open {
     const phase = this.#phase
-    return 'greeted' in phase ? phase.greeted : phase.name !== 'opening'
+    return 'reached' in phase ? phase.reached : phase.name
+  }
+
+  /** Whether the runner is still loading its module: up and not ready yet. */
+  get loading(): boolean {
+    return this.#phase.name === 'opening' || this.#phase.name === 'greeted'
   }
 
   /** Children holding a slot on this runner. */
@@ -215,7 +225,7 @@ export class RunnerChannel {
   /** The runner broke the protocol in a way no single child accounts for: it cannot be trusted. */
   violation(what: string): void {
     if (this.#phase.name === 'distrusted' || this.#phase.name === 'ended') return
-    this.#phase = { name: 'distrusted', greeted: this.greeted }
+    this.#phase = { name: 'distrusted', reached: this.reached }
     this.#intake.close()
     this.#options.discard?.()
     this.kill({ stopReason: 'error', diagnostic: `protocol error: the ${this.label} sent ${what}, so it was stopped` })
@@ -252,7 +262,7 @@ export class RunnerChannel {
     // What a runner sent before it went comes before its end, unless it broke the protocol.
     if (this.#reading) this.#intake.drain()
     this.#intake.close()
-    this.#phase = { name: 'ended', greeted: this.greeted }
+    this.#phase = { name: 'ended', reached: this.reached }
     this.outbox.close()
     const children = [...this.#children.values()]
     // A runner that went of itself with one child on it was taken down by that child (a timer

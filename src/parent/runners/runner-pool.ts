@@ -20,6 +20,8 @@ export interface PoolSettings {
   maxThreads: number
   childrenPerWorker: number
   idleTimeoutMs: number
+  /** How long a new runner may take to load the agent module (CONTRACT.md §8: never a hung promise). */
+  loadTimeoutMs: number
   maxQueue: number
   resourceLimits: ResourceLimits | undefined
   /** Added to the host's nice value for each runner, 0 to 19. */
@@ -34,6 +36,7 @@ export interface RunnerPoolSettings {
   maxThreads: number
   childrenPerWorker: number
   idleTimeoutMs: number
+  loadTimeoutMs: number
   /** Starts that may wait for a slot; one more is refused at once. */
   maxQueue: number
   graceMs: number
@@ -44,6 +47,9 @@ interface Waiter {
   place(channel: RunnerChannel): void
   fail(error: Error): void
 }
+
+/** How long a new runner may take to load the agent module, unless `pool.loadTimeoutMs` says otherwise. */
+export const DEFAULT_LOAD_TIMEOUT_MS = 30_000
 
 /** How long a runner may leave a heartbeat unanswered, beyond the grace, before it is judged stuck. */
 const LIVENESS_MARGIN_MS = 1000
@@ -61,7 +67,7 @@ export class RunnerPool {
   constructor(settings: RunnerPoolSettings) {
     this.#settings = settings
     const limitMs = settings.graceMs + LIVENESS_MARGIN_MS
-    this.#judge = new SilenceJudge({ limitMs, intervalMs: tickInterval(limitMs, settings.idleTimeoutMs) })
+    this.#judge = new SilenceJudge({ limitMs, intervalMs: tickInterval(limitMs, settings.idleTimeoutMs, settings.loadTimeoutMs) })
     this.#keepWarm()
   }
 
@@ -144,8 +150,9 @@ export class RunnerPool {
       exited: (gone) => {
         this.#runners.delete(gone)
         if (this.#closed) return
-        // A runner that never answered would not start again either (a broken install): no restart loop.
-        if (gone.channel.greeted) this.#keepWarm()
+        // A runner that never loaded its module would not load it again either (a broken install, a
+        // module whose top-level code never ends): no restart loop.
+        if (gone.channel.reached === 'ready') this.#keepWarm()
         this.#wake()
       },
     })
@@ -171,7 +178,20 @@ export class RunnerPool {
     }
   }
 
-  /** Heartbeats and idle retirement, on one timer for the whole pool. */
+  /**
+   * A runner still loading the agent module past the bound: its top-level code never ends (an
+   * await that never settles answers pings, so silence would never judge it). The children placed
+   * on it fail; none moves, as none would start anywhere else either.
+   */
+  #loadTimedOut(runner: RunnerSite): void {
+    const { channel } = runner
+    runner.stop({
+      stopReason: 'error',
+      diagnostic: `the ${channel.label} did not finish loading the agent module within ${this.#settings.loadTimeoutMs} ms (pool.loadTimeoutMs): its top-level code never completed (an await that never settles, or code that never yields), so it was ${channel.kind.ended}`,
+    })
+  }
+
+  /** Heartbeats, module-load bounds and idle retirement, on one timer for the whole pool. */
   #check(): void {
     // Only a runner with no child running module code is judged: CPU work is what runners are for.
     const suspects = this.#judge.check(this.#runners, (runner) => (runner.stopping || !runner.channel.judgeable ? undefined : runner.channel.pinged), (runner, silent) => {
@@ -187,6 +207,10 @@ export class RunnerPool {
     for (const runner of [...this.#runners]) {
       if (runner.stopping || suspects.has(runner)) continue
       const { channel } = runner
+      if (channel.loading && now - channel.openedAt >= this.#settings.loadTimeoutMs) {
+        this.#loadTimedOut(runner)
+        continue
+      }
       channel.ping(at)
       const idleSince = channel.idleSince
       if (idleSince !== undefined && now - idleSince >= this.#settings.idleTimeoutMs && this.#runners.size > this.#settings.minThreads) {
@@ -200,7 +224,7 @@ export class RunnerPool {
   }
 }
 
-/** Often enough to find a stuck runner soon after its limit, and to honour a short idle timeout. */
-function tickInterval(silenceLimitMs: number, idleTimeoutMs: number): number {
-  return Math.max(50, Math.min(1000, silenceLimitMs / 4, idleTimeoutMs))
+/** Often enough to find a stuck runner soon after its limit, and to honour a short idle or load timeout. */
+function tickInterval(silenceLimitMs: number, idleTimeoutMs: number, loadTimeoutMs: number): number {
+  return Math.max(50, Math.min(1000, silenceLimitMs / 4, idleTimeoutMs, loadTimeoutMs / 4))
 }
