@@ -151,7 +151,9 @@ class ChildSpans {
 
   /**
    * A nested child's parent is the `execute_tool` span of the call that started it (opened here
-   * if the child's start came first); any other child's is the context active at `start()`.
+   * if the child's start came first); any other child's, even one whose parent is a child started
+   * directly with `start()`, is the context active at `start()`: `child:start` is published on
+   * the host's thread from within `start()`, whose awaits keep the caller's async context.
    */
   #parentOf(m: ChildStartMessage): Context {
     if (m.parentCallId !== undefined) {
@@ -164,7 +166,7 @@ class ChildSpans {
         return call.context
       }
     }
-    return this.#agents.get(m.parentId)?.context ?? context.active()
+    return context.active()
   }
 
   /** A call's start: it takes the span opened early for its nested child, if one waits, else opens its own. */

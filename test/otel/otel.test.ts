@@ -132,6 +132,30 @@ describe.each(TRANSPORTS)('%s transport: a delegation tool of another name', (tr
   })
 })
 
+// CONTRACT.md §12: a child's span is a child of the context active at start(); only a delegating call's child is under that call.
+describe.each(TRANSPORTS)('%s transport: a child of a child started directly with start()', (transport) => {
+  it("is under the span active at its start(), not its parent agent's invoke_agent span", async () => {
+    const { exporter, tracer } = tracing()
+    const { host, parent, model } = setup(transport, ['hang', textResponse('inner answer')])
+    const top = await host.spawn.start({ prompt: 'wait', parent, signal: signal(), label: 'top' })
+    // The top child holds the first answer, so the inner one gets the second.
+    await model.requested(1)
+    await tracer.startActiveSpan('X', async (x) => {
+      try {
+        const inner = await host.spawn.run({ prompt: 'answer', parent: host.agents.get(top.id)!, signal: signal(), label: 'inner' })
+        expect(inner.stopReason).toBe('completed')
+      } finally {
+        x.end()
+      }
+    })
+    await top.dispose()
+    const spans = exporter.getFinishedSpans()
+    const [x] = byName(spans, 'X')
+    expect(parentOf(byName(spans, 'invoke_agent inner')[0]!)).toBe(x!.spanContext().spanId)
+    expect(byName(spans, 'invoke_agent inner')[0]!.attributes).toMatchObject({ 'subagent_worker.depth': 2 })
+  })
+})
+
 // CONTRACT.md §2a: two calls of one step sharing an id are two runs, so two spans, each ended.
 describe.each(TRANSPORTS)('%s transport: two delegating calls of one step sharing an id', (transport) => {
   it('are two execute_tool spans, both ended, each holding one of the two nested children', async () => {
