@@ -35,6 +35,13 @@ interface Open {
   context: Context
 }
 
+interface OpenCall extends Open {
+  /** Its own start came: false while opened early for a nested child whose start overtook it. */
+  announced: boolean
+  /** A nested child was started under it (a delegating call starts one). */
+  delegated: boolean
+}
+
 /** Subscribes to the four channels; the returned function unsubscribes and ends what is open. */
 export function instrument(options: InstrumentOptions = {}): () => void {
   if (typeof options !== 'object' || options === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'instrument options must be an object like { tracerProvider?, captureContent? }')
@@ -64,7 +71,8 @@ class ChildSpans {
   readonly #captureContent: boolean
   readonly #agents = new Map<string, Open & { child: ChildInfo }>()
   readonly #steps = new Map<string, Span>()
-  readonly #tools = new Map<string, Open>()
+  /** By `${childId}\0${callId}`, oldest first: calls of one step may share an id, each a run of its own. */
+  readonly #tools = new Map<string, OpenCall[]>()
 
   constructor(tracer: Tracer, captureContent: boolean) {
     this.#tracer = tracer
@@ -114,14 +122,17 @@ class ChildSpans {
 
   tool(m: ToolMessage): void {
     if (m.phase === 'start') {
-      this.#openTool(m.id, m.callId, m.name, m.startTime, m, m.arguments)
+      this.#startTool(m)
       return
     }
     const key = `${m.id}\0${m.callId}`
-    const open = this.#tools.get(key)
-    if (!open) return
-    this.#tools.delete(key)
-    const { span } = open
+    const calls = this.#tools.get(key)
+    // The oldest started call of that id: the host ends the calls of one id in the order they started.
+    const call = calls?.find((open) => open.announced)
+    if (!calls || !call) return
+    calls.splice(calls.indexOf(call), 1)
+    if (calls.length === 0) this.#tools.delete(key)
+    const { span } = call
     if (this.#captureContent && m.result) span.setAttribute('gen_ai.tool.call.result', m.result.map((b) => (b.type === 'text' ? b.text : '')).join(''))
     if (m.error !== undefined) fail(span, m.error)
     else if (m.isError) fail(span, m.code ?? 'tool_error')
@@ -131,7 +142,7 @@ class ChildSpans {
   /** Ends whatever is still open: an uninstalled instrumentation leaves nothing behind. */
   endAll(): void {
     for (const span of this.#steps.values()) span.end()
-    for (const { span } of this.#tools.values()) span.end()
+    for (const calls of this.#tools.values()) for (const { span } of calls) span.end()
     for (const { span } of this.#agents.values()) span.end()
     this.#steps.clear()
     this.#tools.clear()
@@ -140,35 +151,49 @@ class ChildSpans {
 
   /**
    * A nested child's parent is the `execute_tool` span of the call that started it (opened here
-   * if the child's start came first); any other child's is the context active at `start()`.
+   * if the child's start came first); any other child's, even one whose parent is a child started
+   * directly with `start()`, is the context active at `start()`: `child:start` is published on
+   * the host's thread from within `start()`, whose awaits keep the caller's async context.
    */
   #parentOf(m: ChildStartMessage): Context {
     if (m.parentCallId !== undefined) {
       const parent = this.#agents.get(m.parentId)
-      // Its name is the call's own; 'subagent', the tool's default name, only until the call's start comes.
-      if (parent) return (this.#tools.get(`${m.parentId}\0${m.parentCallId}`) ?? this.#openTool(m.parentId, m.parentCallId, 'subagent', m.startTime, parent.child)).context
+      if (parent) {
+        // Calls of one step may share an id: the oldest without a child yet is this child's.
+        // Opened here, its name is 'subagent', the tool's default name, until the call's own start comes.
+        const call = this.#tools.get(`${m.parentId}\0${m.parentCallId}`)?.find((open) => !open.delegated) ?? this.#openTool(m.parentId, m.parentCallId, 'subagent', m.startTime, parent.child, false)
+        call.delegated = true
+        return call.context
+      }
     }
-    return this.#agents.get(m.parentId)?.context ?? context.active()
+    return context.active()
   }
 
-  #openTool(childId: string, callId: string, name: string, startTime: number, child: ChildInfo, args?: string): Open {
-    const key = `${childId}\0${callId}`
-    const existing = this.#tools.get(key)
-    if (existing) {
-      // Opened early for a nested child whose start came first: the call's own start names it.
-      existing.span.updateName(`execute_tool ${name}`)
-      existing.span.setAttribute('gen_ai.tool.name', name)
-      if (this.#captureContent && args !== undefined) existing.span.setAttribute('gen_ai.tool.call.arguments', args)
-      return existing
+  /** A call's start: it takes the span opened early for its nested child, if one waits, else opens its own. */
+  #startTool(m: ToolMessage): void {
+    const early = this.#tools.get(`${m.id}\0${m.callId}`)?.find((open) => !open.announced)
+    if (!early) {
+      this.#openTool(m.id, m.callId, m.name, m.startTime, m, true, m.arguments)
+      return
     }
+    early.announced = true
+    early.span.updateName(`execute_tool ${m.name}`)
+    early.span.setAttribute('gen_ai.tool.name', m.name)
+    if (this.#captureContent) early.span.setAttribute('gen_ai.tool.call.arguments', m.arguments)
+  }
+
+  #openTool(childId: string, callId: string, name: string, startTime: number, child: ChildInfo, announced: boolean, args?: string): OpenCall {
     const parent = this.#agents.get(childId)?.context ?? context.active()
     const attributes = common(child, 'execute_tool')
     attributes['gen_ai.tool.name'] = name
     attributes['gen_ai.tool.call.id'] = callId
     if (this.#captureContent && args !== undefined) attributes['gen_ai.tool.call.arguments'] = args
     const span = this.#tracer.startSpan(`execute_tool ${name}`, { kind: SpanKind.INTERNAL, startTime, attributes }, parent)
-    const open = { span, context: trace.setSpan(parent, span) }
-    this.#tools.set(key, open)
+    const open: OpenCall = { span, context: trace.setSpan(parent, span), announced, delegated: false }
+    const key = `${childId}\0${callId}`
+    const calls = this.#tools.get(key)
+    if (calls) calls.push(open)
+    else this.#tools.set(key, [open])
     return open
   }
 }

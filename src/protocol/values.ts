@@ -43,8 +43,8 @@ export function cloneableReason(reason: unknown): unknown {
 }
 
 /**
- * What a record keeps of a cancel reason: the value itself when it can cross again (a child
- * rebuilt from its record, a store), else the description `cloneableReason` sends.
+ * What a runner is sent to record of a cancel reason: the value itself when it can cross, else
+ * the description `cloneableReason` sends. The host's own record keeps the caller's value.
  */
 export function recordableReason(reason: unknown): unknown {
   return tryClone(reason) ? reason : described(reason)

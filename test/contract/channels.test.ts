@@ -6,7 +6,7 @@
 import diagnostics_channel from 'node:diagnostics_channel'
 import { afterEach, describe, expect, it } from 'vitest'
 import { fileURLToPath } from 'node:url'
-import { createSubagentTool, defineTool, refusalResponse, textResponse, toolCallResponse } from 'subagent-worker'
+import { createSubagentTool, defineTool, refusalResponse, textResponse, toolCallResponse, toolCallsResponse } from 'subagent-worker'
 import type { ChildEndMessage, ChildStartMessage, StepMessage, StreamChunk, ToolMessage } from 'subagent-worker'
 import { closeHosts, setup, signal, TRANSPORTS } from '../support/harness.js'
 import { eventOf } from '../support/driver-helpers.js'
@@ -81,6 +81,28 @@ describe.each(TRANSPORTS)('%s transport: diagnostics channels', (transport) => {
     expect(e1!.startTime).toBe(s1!.startTime)
     expect(s2!.startTime).toBe(t2!.endTime)
     expect(heard.all.map((m) => m.name)).toEqual([NAMES[0], NAMES[2], NAMES[2], NAMES[3], NAMES[3], NAMES[2], NAMES[2], NAMES[1]])
+  })
+
+  // CONTRACT.md §2a: two calls of one step with the same id are two runs, each with its own result.
+  it('two calls of one step sharing an id are two tool calls: each start has its own end, and the next step starts at the last result', async () => {
+    const { host, parent } = setup(transport, [toolCallsResponse([{ id: 'd', name: 'count', args: { n: 1 } }, { id: 'd', name: 'count', args: { n: 2 } }]), textResponse('done')])
+    host.tools.register(defineTool({ name: 'count', description: 'Counts.', parameters: { type: 'object', properties: { n: { type: 'number' } } }, execute: ({ n }: { n: number }) => `run ${n}` }))
+    const heard = listen()
+    const run = await host.spawn.start({ prompt: 'go', parent, signal: signal() })
+    expect((await run.result).stopReason).toBe('completed')
+    await run.dispose()
+    // A result ends the oldest open call of its id; the results come in the calls' order (parity.test.ts).
+    expect(heard.tools.map((t) => [t.phase, t.callId, t.arguments, t.result])).toEqual([
+      ['start', 'd', '{"n":1}', undefined],
+      ['start', 'd', '{"n":2}', undefined],
+      ['end', 'd', '{"n":1}', [{ type: 'text', text: 'run 1' }]],
+      ['end', 'd', '{"n":2}', [{ type: 'text', text: 'run 2' }]],
+    ])
+    const [start1, start2, end1, end2] = heard.tools
+    expect([end1!.startTime, end2!.startTime]).toEqual([start1!.startTime, start2!.startTime])
+    expect(end2!.endTime).toBeGreaterThanOrEqual(end1!.endTime!)
+    expect(heard.steps.map((s) => [s.phase, s.step])).toEqual([['start', 1], ['end', 1], ['start', 2], ['end', 2]])
+    expect(heard.steps[2]!.startTime).toBe(end2!.endTime)
   })
 
   it("a step's end says how the model finished: cut off by its token cap, 'max-tokens'; refused, 'refusal'", async () => {

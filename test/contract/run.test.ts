@@ -225,19 +225,24 @@ describe.each(TRANSPORTS)('§2 parent abort after publication [%s]', (transport)
     }
   })
 
-  it('§7 a reason that cannot be cloned reaches the model as itself; a record that crosses again keeps its description', async () => {
+  it('§7 a reason that cannot be cloned is what the model request and the turn record, itself; the record crosses again as plain data only', async () => {
     const reason = function uncloneable() {}
-    const fx = setup(transport, ['hang'])
+    const store = createMemoryStore()
+    const fx = setup(transport, ['hang'], { store })
     const controller = new AbortController()
     const run = await fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
     await fx.model.requested(1)
     controller.abort(reason)
     expect((await run.result).stopReason).toBe('aborted')
     expect(fx.model.requests[0]!.signal.reason).toBe(reason)
-    // Inline, the record is the loop's own and holds the value; a runner's is rebuilt from and stored as data.
-    const recorded = transport === 'inline' ? reason : { kind: 'uncloneable', description: 'function uncloneable() {}' }
-    expect(turnEnds(childEvents(fx.host, run))).toEqual([{ kind: 'aborted', reason: recorded }])
+    // A runner records a description of it; the host's record, the one shown and stored, holds the value.
+    const [end] = turnEnds(childEvents(fx.host, run)) as Array<{ kind: string; reason: unknown }>
+    expect(end).toEqual({ kind: 'aborted', reason })
+    expect(end!.reason).toBe(reason)
+    // Forking it would send the value to a child: refused as for any record that is not plain data.
+    await expect(fx.host.fork.start({ prompt: 'on', parent: childView(fx.host, run), signal: signal() })).rejects.toMatchObject({ code: 'ERR_SUBAGENT_REQUEST', message: expect.stringContaining('must be plain data to be forked') })
     await run.dispose()
+    expect((await store.read(run.id))!.events.at(-1)).toEqual({ seq: expect.any(Number), type: 'turn/end', data: { reason: { kind: 'aborted', reason } } })
   })
 
   it("§2/§7 an abort without a reason of its own (the default AbortError) cancels with { kind: 'parent' }", async () => {

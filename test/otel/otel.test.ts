@@ -10,7 +10,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createSubagentTool, defineTool, textResponse, toolCallResponse } from 'subagent-worker'
+import { createSubagentTool, defineTool, textResponse, toolCallResponse, toolCallsResponse } from 'subagent-worker'
 import { instrument } from 'subagent-worker/otel'
 import { closeHosts, setup, signal, TRANSPORTS, type TransportName } from '../support/harness.js'
 
@@ -132,6 +132,54 @@ describe.each(TRANSPORTS)('%s transport: a delegation tool of another name', (tr
   })
 })
 
+// CONTRACT.md §12: a child's span is a child of the context active at start(); only a delegating call's child is under that call.
+describe.each(TRANSPORTS)('%s transport: a child of a child started directly with start()', (transport) => {
+  it("is under the span active at its start(), not its parent agent's invoke_agent span", async () => {
+    const { exporter, tracer } = tracing()
+    const { host, parent, model } = setup(transport, ['hang', textResponse('inner answer')])
+    const top = await host.spawn.start({ prompt: 'wait', parent, signal: signal(), label: 'top' })
+    // The top child holds the first answer, so the inner one gets the second.
+    await model.requested(1)
+    await tracer.startActiveSpan('X', async (x) => {
+      try {
+        const inner = await host.spawn.run({ prompt: 'answer', parent: host.agents.get(top.id)!, signal: signal(), label: 'inner' })
+        expect(inner.stopReason).toBe('completed')
+      } finally {
+        x.end()
+      }
+    })
+    await top.dispose()
+    const spans = exporter.getFinishedSpans()
+    const [x] = byName(spans, 'X')
+    expect(parentOf(byName(spans, 'invoke_agent inner')[0]!)).toBe(x!.spanContext().spanId)
+    expect(byName(spans, 'invoke_agent inner')[0]!.attributes).toMatchObject({ 'subagent_worker.depth': 2 })
+  })
+})
+
+// CONTRACT.md §2a: two calls of one step sharing an id are two runs, so two spans, each ended.
+describe.each(TRANSPORTS)('%s transport: two delegating calls of one step sharing an id', (transport) => {
+  it('are two execute_tool spans, both ended, each holding one of the two nested children', async () => {
+    const { exporter } = tracing()
+    const fx = setup(transport, [
+      toolCallsResponse([{ id: 'd', name: 'subagent', args: { description: 'a', prompt: 'one' } }, { id: 'd', name: 'subagent', args: { description: 'b', prompt: 'two' } }]),
+      textResponse('an answer'),
+      textResponse('an answer'),
+      textResponse('top answer'),
+    ])
+    fx.host.tools.register(createSubagentTool(fx.host, { provider: 'spawn', maxDepth: 2 }))
+    expect((await fx.host.spawn.run({ prompt: 'go', parent: fx.parent, signal: signal(), label: 'top' })).stopReason).toBe('completed')
+    const spans = exporter.getFinishedSpans()
+    const [top] = byName(spans, 'invoke_agent top')
+    const calls = byName(spans, 'execute_tool subagent')
+    expect(calls.map((c) => [c.attributes['gen_ai.tool.call.id'], parentOf(c)])).toEqual([
+      ['d', top!.spanContext().spanId],
+      ['d', top!.spanContext().spanId],
+    ])
+    const children = [...byName(spans, 'invoke_agent a'), ...byName(spans, 'invoke_agent b')]
+    expect(new Set(children.map(parentOf))).toEqual(new Set(calls.map((c) => c.spanContext().spanId)))
+  })
+})
+
 describe('instrument options', () => {
   it('captureContent: true records tool arguments and results, and the messages of each step', async () => {
     const { exporter } = tracing(true)
@@ -142,6 +190,18 @@ describe('instrument options', () => {
     expect(byName(spans, 'execute_tool lookup')[0]!.attributes).toMatchObject({ 'gen_ai.tool.call.arguments': '{"key":"k"}', 'gen_ai.tool.call.result': 'value of k' })
     const chat = byName(spans, 'chat scripted-1').find((s) => s.attributes['gen_ai.response.finish_reasons']?.toString() === 'stop')!
     expect(JSON.parse(chat.attributes['gen_ai.output.messages'] as string)).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'found' }] }])
+  })
+
+  it('two calls of one step sharing an id are two execute_tool spans, each with its own arguments and result', async () => {
+    const { exporter } = tracing(true)
+    const { host, parent } = setup('inline', [toolCallsResponse([{ id: 'd', name: 'count', args: { n: 1 } }, { id: 'd', name: 'count', args: { n: 2 } }]), textResponse('done')])
+    host.tools.register(defineTool({ name: 'count', description: 'Counts.', parameters: { type: 'object', properties: { n: { type: 'number' } } }, execute: ({ n }: { n: number }) => `run ${n}` }))
+    expect((await host.spawn.run({ prompt: 'go', parent, signal: signal() })).stopReason).toBe('completed')
+    // Results come in the calls' order, and each ends the oldest open call of its id.
+    expect(byName(exporter.getFinishedSpans(), 'execute_tool count').map((s) => [s.attributes['gen_ai.tool.call.arguments'], s.attributes['gen_ai.tool.call.result']])).toEqual([
+      ['{"n":1}', 'run 1'],
+      ['{"n":2}', 'run 2'],
+    ])
   })
 
   it('a step cut off by its token cap finishes "length", a refused one "content_filter", as the GenAI conventions name them', async () => {

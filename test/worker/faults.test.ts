@@ -58,6 +58,7 @@ describe.each(POOLED)('%s transport: faults are contained', (isolation) => {
   it.for([
     ['a plain abort', undefined, { kind: 'parent' }],
     ["the caller's own reason", new DOMException('the caller gave up', 'TimeoutError'), undefined],
+    ["the caller's own reason that cannot be cloned", function uncloneable() {}, undefined],
   ] as const)("a terminated child's stored transcript ends with the end of its turn, for %s: nothing shown is missing on disk", async ([, given, recorded]) => {
     const { host, parent, store } = workerHost([toolCallResponse('c1', 'spin', {})])
     const controller = new AbortController()

@@ -7,7 +7,6 @@
  */
 import type { SessionEvent, TurnEndReason } from '../../protocol/shapes/session.js'
 import type { ChildOutcome } from '../transport.js'
-import { recordableReason } from '../../protocol/values.js'
 import { diagnosticText } from './result.js'
 
 /** The host cancelled the child with `reason`: the first cancel is the one its turn ends for. */
@@ -26,11 +25,12 @@ export function closeTurn(
   while (turn >= from && events[turn]!.type !== 'turn/start' && events[turn]!.type !== 'turn/end') turn--
   if (turn < from || events[turn]!.type !== 'turn/start') return
   const diagnostic = diagnosticText(fault.diagnostic)
-  // A cancelled child records the cancel's reason (the caller's own, a limit's, a dispose), as a
-  // cooperative stop would have, however its runner went after the cancel (the grace, or a
-  // liveness check that came first): the result's diagnostic says how it was stopped.
+  // A cancelled child records the cancel's reason unchanged (the caller's own, a limit's, a
+  // dispose), as a cooperative stop would have (CONTRACT.md §7), however its runner went after the
+  // cancel (the grace, or a liveness check that came first): the result's diagnostic says how it
+  // was stopped.
   const reason: TurnEndReason = cancel
-    ? { kind: 'aborted', reason: recordableReason(cancel.reason) }
+    ? { kind: 'aborted', reason: cancel.reason }
     : fault.stopReason === 'aborted'
       ? { kind: 'aborted', reason: { kind: 'terminated', diagnostic } }
       : { kind: 'error', message: diagnostic }

@@ -112,9 +112,10 @@ export class RemoteChild implements ChildHandle, ChannelChild {
   /** Notices its runner was sent that no step of it took yet: a move hands them to the next runner. */
   #handed: Notice[] = []
   /**
-   * The caller's cancel reason as the host records it (`recordableReason`). The runner's copy may
-   * have lost what a structured clone drops (a DOMException on Node 20, an error's own fields), so
-   * the host's record keeps the caller's own (CONTRACT.md §7).
+   * The caller's own cancel reason, unchanged: what the host's record keeps (CONTRACT.md §7). The
+   * runner gets a recordable copy, which may have lost what a structured clone drops (a
+   * DOMException on Node 20, an error's own fields) or be only a description of an uncloneable
+   * value; the host's record is in memory and holds anything, as an inline child's does.
    */
   #cancelled: { reason: unknown } | undefined
 
@@ -196,13 +197,12 @@ export class RemoteChild implements ChildHandle, ChannelChild {
     // A child between runners has no turn running to stop: it ends here.
     if (this.#move) return this.#settle({ fault: { stopReason: 'aborted', diagnostic: 'the child was cancelled while it was being moved to another runner' } }, 'drop')
     if (this.#phase !== 'running' || this.#grace) return
-    const recorded = recordableReason(reason)
-    this.#cancelled = { reason: recorded }
+    this.#cancelled = { reason }
     // Its model stream sends nothing after the abort, and what it holds goes before it: every delta
     // the host recorded reaches the runner before the abort does, so both records end the step
     // with the same chunks. The host's model calls stop now, with the caller's own reason.
     this.#rpc.mute('model', reason)
-    this.#channel.send({ type: 'abort', child: this.id, reason: recorded })
+    this.#channel.send({ type: 'abort', child: this.id, reason: recordableReason(reason) })
     this.#grace = startGrace(this.#channel, this, this.#options.graceMs + (this.#options.graceMarginMs ?? 0))
   }
 

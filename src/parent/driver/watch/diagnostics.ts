@@ -16,6 +16,8 @@
  *   `child/moved` ends the step it interrupts (`error: 'moved'`): the request is made again on
  *   the new runner, as a step of its own.
  * - a tool call starts at the `assistant/message` that announced it and ends at its `tool/result`.
+ *   Calls of one step may share an id, and each is a run with its own result: a result ends the
+ *   oldest open call of its id, so every start has one end, with its own arguments and times.
  * Times are when the host recorded those events (epoch ms).
  */
 import { channel } from 'node:diagnostics_channel'
@@ -106,6 +108,7 @@ export interface ToolMessage extends ChildInfo {
 }
 
 interface OpenCall {
+  callId: string
   name: string
   arguments: string
   startTime: number
@@ -119,8 +122,8 @@ type StepState =
   | { kind: 'step'; startTime: number; announced: boolean }
   /** The step's message came at `endTime`, without tool calls: its turn's end says how it finished. */
   | { kind: 'answered'; startTime: number; endTime: number; content: ContentBlock[]; usage: Usage | undefined }
-  /** The last message's tool calls are running. */
-  | { kind: 'tools'; calls: Map<string, OpenCall> }
+  /** The last message's tool calls are running, in the order announced (ids may repeat). */
+  | { kind: 'tools'; calls: OpenCall[] }
 
 /** Shared: resetting to idle on every event of an unwatched child allocates nothing. */
 const IDLE: StepState = { kind: 'idle' }
@@ -225,10 +228,10 @@ export class ChildDiagnostics {
       return
     }
     if (state.kind === 'step') this.#endStep(state.startTime, now, 'tool-calls', content, usage)
-    const open = new Map<string, OpenCall>()
+    const open: OpenCall[] = []
     for (const call of content) {
       if (call.type !== 'tool-call') continue
-      open.set(call.id, { name: call.name, arguments: call.arguments, startTime: now })
+      open.push({ callId: call.id, name: call.name, arguments: call.arguments, startTime: now })
       if (channels.tool.hasSubscribers) {
         channels.tool.publish(this.#with({ phase: 'start', callId: call.id, name: call.name, arguments: call.arguments, startTime: now }) satisfies ToolMessage)
       }
@@ -239,12 +242,13 @@ export class ChildDiagnostics {
   #result(callId: string, isError: boolean, code: string | undefined, result: ContentBlock[], now: number): void {
     const state = this.#state
     if (state.kind !== 'tools') return
-    const call = state.calls.get(callId)
-    if (!call) return
-    state.calls.delete(callId)
-    this.#endCall(callId, call, now, code === undefined ? { isError, result } : { isError, code, result })
+    // The oldest open call of that id: a step's calls may share one.
+    const index = state.calls.findIndex((call) => call.callId === callId)
+    if (index === -1) return
+    const [call] = state.calls.splice(index, 1)
+    this.#endCall(call!, now, code === undefined ? { isError, result } : { isError, code, result })
     // The step's calls are all answered: the loop's next model request starts now.
-    if (state.calls.size === 0) this.#state = { kind: 'step', startTime: now, announced: false }
+    if (state.calls.length === 0) this.#state = { kind: 'step', startTime: now, announced: false }
   }
 
   #endStep(startTime: number, endTime: number, finishReason: NonNullable<StepMessage['finishReason']>, output: ContentBlock[], usage: Usage | undefined): void {
@@ -276,15 +280,15 @@ export class ChildDiagnostics {
     if (state.kind === 'answered') {
       this.#endStep(state.startTime, state.endTime, finish, state.content, state.usage)
     } else if (state.kind === 'tools') {
-      for (const [callId, call] of state.calls) this.#endCall(callId, call, now, { error: error ?? 'unanswered' })
+      for (const call of state.calls) this.#endCall(call, now, { error: error ?? 'unanswered' })
     } else if (state.kind === 'step' && state.announced && error !== undefined) {
       this.#failStep(state.startTime, now, error)
     }
   }
 
-  #endCall(callId: string, call: OpenCall, now: number, outcome: Pick<ToolMessage, 'isError' | 'code' | 'error' | 'result'>): void {
+  #endCall(call: OpenCall, now: number, outcome: Pick<ToolMessage, 'isError' | 'code' | 'error' | 'result'>): void {
     if (!channels.tool.hasSubscribers) return
-    channels.tool.publish(this.#with(Object.assign({ phase: 'end', callId, name: call.name, arguments: call.arguments, startTime: call.startTime, endTime: now } as const, outcome)) satisfies ToolMessage)
+    channels.tool.publish(this.#with(Object.assign({ phase: 'end', callId: call.callId, name: call.name, arguments: call.arguments, startTime: call.startTime, endTime: now } as const, outcome)) satisfies ToolMessage)
   }
 }
 
