@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import {
   createHost,
   createJobTools,
+  createMemoryStore,
   createNdjsonStore,
   createSubagentTool,
   defineTool,
@@ -279,6 +280,21 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     afterEach(async () => {
       if (dir) await rm(dir, { recursive: true, force: true })
       dir = undefined
+    })
+
+    it('a resumed agent whose tree already spent its whole budget makes no request: its turn ends aborted with the limit', async () => {
+      const script = [callStep('d1', 10, 'subagent', { description: 'spends', prompt: 'spend' }), textStep('child done', 80), textStep('parent done', 10), textStep('never')]
+      const fixture = setup(transport, script, { store: createMemoryStore() })
+      fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn', enableRunInBackground: false }))
+      const top = fixture.host.createAgent({ options: { provider: 'scripted' }, limits: { maxTotalTokens: 100 } })
+      // 10 and 10 of its own, 80 of its child's: its last step reaches the budget and ends the turn.
+      expect(await top.run('delegate')).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'parent done' }] })
+      await top.dispose()
+      const resumed = await fixture.host.resumeAgent(top.id)
+      expect(await resumed.run('more')).toEqual({ output: [], stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+      expect(fixture.model.requests).toHaveLength(3)
+      expect(lastTurnEnd(resumed.session.events)).toEqual(limitEnd('maxTotalTokens', 100))
+      await resumed.dispose()
     })
 
     it('a resumed child keeps what its budget had left, its descendants’ spending included (ndjson store)', async () => {

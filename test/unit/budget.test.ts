@@ -149,4 +149,11 @@ describe('the host budget', () => {
     expect(child.budget.totalUsage()).toEqual({ inputTokens: 31, outputTokens: 12 })
     expect(root.budget.totalUsage()).toEqual({ inputTokens: 31, outputTokens: 12 })
   })
+
+  it('a resumed budget its tree already spent refuses the first request', () => {
+    const spent = { kind: 'limit', limit: 'maxTotalTokens', value: 100 }
+    expect(new Budget(undefined, { maxTotalTokens: 100 }, 100).refusal()).toEqual(spent)
+    expect(new Budget(undefined, { maxTotalTokens: 100 }, 99).refusal()).toBeUndefined()
+    expect(Budget.inherit(new Budget(undefined, { maxTotalTokens: 100 }, 100))).toEqual({ limits: {}, spent })
+  })
 })

@@ -67,6 +67,9 @@ export class Budget {
     this.limits = limits
     this.#before = spentBefore
     if (parent) parent.#children.add(this)
+    // A resumed agent keeps what its tree had left (CONTRACT.md §11): when that is nothing, it makes no request.
+    const { maxTotalTokens } = limits
+    if (maxTotalTokens !== undefined && this.#total() >= maxTotalTokens) this.#spent = limitReason('maxTotalTokens', maxTotalTokens)
   }
 
   /**
