@@ -30,6 +30,18 @@ export interface Inherited {
   spent?: LimitReason
 }
 
+/**
+ * How long a spent limit holds (CONTRACT.md §13): a token budget for the life of the node it
+ * marks; a deadline for the activation of the agent whose deadline it was, whose pause() lifts it.
+ */
+type Lasts = 'life' | 'activation'
+
+/** A spent limit as it marks a node and its subtree: the reason, and the node whose limit it is (the one that may lift it). */
+interface Mark {
+  reason: LimitReason
+  by: Budget
+}
+
 const zero = (): Usage => ({ inputTokens: 0, outputTokens: 0 })
 const tokens = (usage: Usage): number => usage.inputTokens + usage.outputTokens
 
@@ -47,9 +59,12 @@ export class Budget {
   #descendants = zero()
   #reportedSteps = 0
   #servedSteps = 0
-  #spent: LimitReason | undefined
-  /** The spent limit is this node's own deadline: a continuable child's next activation has a new one. */
-  #timedOut = false
+  /**
+   * The limits spent for this node, each kept as long as it lasts: a deadline's mark lifted at the
+   * end of its activation leaves a token budget spent meanwhile (the tokens a step the deadline
+   * stopped had streamed) in force.
+   */
+  readonly #marks: Partial<Record<Lasts, Mark>> = {}
   /** Whether any usage was counted for this node or a descendant: `totalUsage` is absent until then. */
   #counted = false
   /**
@@ -69,7 +84,7 @@ export class Budget {
     if (parent) parent.#children.add(this)
     // A resumed agent keeps what its tree had left (CONTRACT.md §11): when that is nothing, it makes no request.
     const { maxTotalTokens } = limits
-    if (maxTotalTokens !== undefined && this.#total() >= maxTotalTokens) this.#spent = limitReason('maxTotalTokens', maxTotalTokens)
+    if (maxTotalTokens !== undefined && this.#total() >= maxTotalTokens) this.#marks.life = { reason: limitReason('maxTotalTokens', maxTotalTokens), by: this }
   }
 
   /**
@@ -81,7 +96,7 @@ export class Budget {
     const remaining: ChildLimits[] = []
     let spent: LimitReason | undefined
     for (let node = parent; node; node = node.parent) {
-      spent ??= node.#spent
+      spent ??= node.#spent()
       const { timeoutMs, maxSteps, maxTotalTokens } = node.limits
       const left: ChildLimits = {}
       if (maxSteps !== undefined) left.maxSteps = maxSteps
@@ -112,10 +127,7 @@ export class Budget {
     const { timeoutMs } = this.limits
     if (timeoutMs === undefined) return
     this.#deadline = performance.now() + timeoutMs
-    const timedOut = () => {
-      this.#timedOut = this.#spent === undefined
-      this.#exhaust(limitReason('timeoutMs', timeoutMs))
-    }
+    const timedOut = () => this.#exhaust(limitReason('timeoutMs', timeoutMs), 'activation')
     // A timer fires at once beyond MAX_TIMER_MS: a longer deadline is waited for in parts.
     const arm = (ms: number) => {
       this.#timer = setTimeout(() => (ms > MAX_TIMER_MS ? arm(ms - MAX_TIMER_MS) : timedOut()), Math.min(ms, MAX_TIMER_MS))
@@ -127,14 +139,12 @@ export class Budget {
 
   /**
    * Between a continuable child's activations: no deadline runs and nothing is stopped; the node
-   * stays in the tree. A deadline it had spent was the activation's, not the child's.
+   * stays in the tree. A deadline it had spent was the activation's, not the child's: lifted from
+   * its whole subtree (#exhaust marked it), so an idle continuable descendant is not refused its
+   * later activations for it.
    */
   pause(): void {
-    if (this.#timedOut) {
-      this.#timedOut = false
-      // The deadline marked its whole subtree (#exhaust): an idle continuable descendant is not refused its later activations for it.
-      this.#unmark(this.#spent)
-    }
+    this.#lift('activation')
     clearTimeout(this.#timer)
     this.#timer = undefined
     this.#deadline = undefined
@@ -186,23 +196,29 @@ export class Budget {
     else this.#served = this.#reported
     if (!deferred) return
     const { maxTotalTokens } = this.limits
-    if (deferred.spentAt === this && maxTotalTokens !== undefined && this.#total() < maxTotalTokens) this.#unmark(deferred.reason)
+    if (deferred.spentAt === this && maxTotalTokens !== undefined && this.#total() < maxTotalTokens) this.#lift('life')
     else this.#owner?.stop(deferred.reason)
   }
 
-  /** A limit of this node's is no longer spent: its subtree, marked with it by #exhaust, is unmarked. */
-  #unmark(reason: LimitReason | undefined): void {
-    const unmark = (node: Budget) => {
-      if (node.#spent === reason) node.#spent = undefined
-      for (const child of node.#children) unmark(child)
+  /** This node's own limit that lasts so long is no longer spent: its mark is lifted from its subtree, where #exhaust put it. */
+  #lift(lasts: Lasts): void {
+    const lift = (node: Budget) => {
+      if (node.#marks[lasts]?.by === this) delete node.#marks[lasts]
+      for (const child of node.#children) lift(child)
     }
-    unmark(this)
+    lift(this)
+  }
+
+  /** The limit spent for this node, if one is: a token budget first, since it outlasts a deadline. */
+  #spent(): LimitReason | undefined {
+    return (this.#marks.life ?? this.#marks.activation)?.reason
   }
 
   /** Why no further model request may be made now, if none may. */
   refusal(): LimitReason | undefined {
     for (let node: Budget | undefined = this; node; node = node.parent) {
-      if (node.#spent) return node.#spent
+      const spent = node.#spent()
+      if (spent) return spent
     }
     return undefined
   }
@@ -283,19 +299,24 @@ export class Budget {
       const { maxTotalTokens } = node.limits
       if (maxTotalTokens !== undefined && node.#total() >= maxTotalTokens) over = { node, value: maxTotalTokens }
     }
-    if (over) over.node.#exhaust(limitReason('maxTotalTokens', over.value), recording)
+    if (over) over.node.#exhaust(limitReason('maxTotalTokens', over.value), 'life', recording)
   }
 
-  /** A limit of this node is spent: nothing below it makes another request, and what runs is stopped. */
-  #exhaust(reason: LimitReason, recording?: Budget): void {
-    if (this.#spent) return
+  /**
+   * A limit of this node is spent for as long as `lasts`: nothing below it makes another request,
+   * and what runs is stopped. Only a node whose token budget is spent, or one already marked for
+   * as long, has nothing more to mark: a budget spent after a deadline is marked too, to outlast it.
+   */
+  #exhaust(reason: LimitReason, lasts: Lasts, recording?: Budget): void {
+    if (this.#marks.life || this.#marks[lasts]) return
+    const mark: Mark = { reason, by: this }
     const stopping: Budget[] = []
-    const mark = (node: Budget) => {
-      node.#spent ??= reason
+    const visit = (node: Budget) => {
+      node.#marks[lasts] ??= mark
       stopping.push(node)
-      for (const child of node.#children) mark(child)
+      for (const child of node.#children) visit(child)
     }
-    mark(this)
+    visit(this)
     for (const node of stopping) {
       if (node === recording) node.#stopAtRecord = { reason, spentAt: this }
       else node.#owner?.stop(reason)
