@@ -248,6 +248,38 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     expect(fixture.model.requests).toHaveLength(4)
   })
 
+  it('a token budget spent after a child finished its turn cancels what that child started and still runs (a background job), with the same reason', async () => {
+    let waiting!: () => void
+    const waited = new Promise<void>((resolve) => (waiting = resolve))
+    const task = (request: ModelRequest) => textOf((request.messages[0]!.content as ContentBlock[]).filter((block) => block.type === 'text'))
+    const route: ScriptEntry = (request) => {
+      const steps = request.messages.filter((message) => message.role === 'assistant').length
+      switch (task(request)) {
+        case 'delegate':
+          return steps === 0 ? callStep('b1', 2, 'subagent', { description: 'waits', prompt: 'wait', run_in_background: true }) : textStep('child done')
+        case 'wait':
+          waiting()
+          return new Promise<never>(() => {}) // until the job is cancelled
+        default:
+          return textStep('spent the rest', 100)
+      }
+    }
+    const fixture = setup(transport, [route, route, route, route])
+    fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn' }))
+    const lifecycle = recordLifecycle(fixture.host)
+    const top = fixture.host.createAgent({ options: { provider: 'scripted' }, limits: { maxTotalTokens: 100 } })
+    const child = await fixture.host.spawn.start({ prompt: 'delegate', parent: top })
+    expect(await child.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'child done' }] })
+    await waited
+    // The top-level agent's own step spends what is left: the child is done, not disposed, and its job runs on.
+    expect(await top.run('spend')).toMatchObject({ stopReason: 'completed' })
+    await lifecycle.ended(2)
+    const job = lifecycle.ends.find((end) => end.depth === 2)!
+    expect(job).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+    expect(fixture.model.requests).toHaveLength(4)
+    await child.dispose()
+  })
+
   it('the subagent tool passes its limits to every child and renders a limit stop as a cancelled run with the diagnostic', async () => {
     const fixture = withNoop(setup(transport, [callStep('c1'), callStep('c2'), callStep('b1'), callStep('b2')]))
     const tool = createSubagentTool(fixture.host, { provider: 'spawn', limits: { maxSteps: 1 } })

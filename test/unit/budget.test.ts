@@ -177,4 +177,16 @@ describe('the host budget', () => {
     expect(ancestor.refusal()).toBeUndefined()
     expect(descendant.refusal()).toEqual(tokens)
   })
+
+  it('a limit spent above an agent whose run settled still stops what it started', async () => {
+    const root = new Budget(undefined, { timeoutMs: 1 })
+    const finished = budget({}, root)
+    const job = budget({}, finished.budget)
+    // The finished agent's turn is over; its job runs on.
+    finished.budget.settle()
+    await new Promise<void>((resolve) => root.begin({ stop: () => resolve() }))
+    const deadline = { kind: 'limit', limit: 'timeoutMs', value: 1 }
+    expect(job.stops).toEqual([deadline])
+    expect(finished.stops).toEqual([])
+  })
 })

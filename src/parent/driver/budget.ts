@@ -138,26 +138,31 @@ export class Budget {
   }
 
   /**
-   * Between a continuable child's activations: no deadline runs and nothing is stopped; the node
-   * stays in the tree. A deadline it had spent was the activation's, not the child's: lifted from
-   * its whole subtree (#exhaust marked it), so an idle continuable descendant is not refused its
-   * later activations for it.
+   * The agent's run is over, but what it started (its background jobs, its continuable children)
+   * may still run: its deadline no longer runs and nothing of it is stopped, and its node stays in
+   * the tree until end(), so a limit spent above it still reaches them (CONTRACT.md §11).
    */
-  pause(): void {
-    this.#lift('activation')
+  settle(): void {
     clearTimeout(this.#timer)
     this.#timer = undefined
-    this.#deadline = undefined
     this.#stopAtRecord = undefined
     this.#owner = undefined
   }
 
-  /** The agent is done: nothing of it is stopped any more (what it spent still counts above it). */
+  /**
+   * Between a continuable child's activations: settled, with no deadline. A deadline it had spent
+   * was the activation's, not the child's: lifted from its whole subtree (#exhaust marked it), so
+   * an idle continuable descendant is not refused its later activations for it.
+   */
+  pause(): void {
+    this.#lift('activation')
+    this.settle()
+    this.#deadline = undefined
+  }
+
+  /** The agent and what it started are gone: settled, and out of the tree (what it spent still counts above it). */
   end(): void {
-    clearTimeout(this.#timer)
-    this.#timer = undefined
-    this.#stopAtRecord = undefined
-    this.#owner = undefined
+    this.settle()
     if (this.parent) this.parent.#children.delete(this)
   }
 
