@@ -27,7 +27,7 @@ import {
 } from 'subagent-worker'
 import { closeHosts, ownRunnerOptions, setup, TRANSPORTS, type Fixture } from '../support/harness.js'
 import { recordLifecycle } from '../support/driver-helpers.js'
-import { lastTurnEnd, toolResults } from '../support/loop-helpers.js'
+import { gatedTool, lastTurnEnd, toolResults } from '../support/loop-helpers.js'
 
 afterEach(closeHosts)
 
@@ -123,14 +123,50 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     expect(runs).toBe(0)
   })
 
-  it('a module tool its step called when that step spent the budget does not run either: the step ends the turn, on every transport', async ({ onTestFinished }) => {
+  // A host model's step comes with the host's verdict; a module model's the host learns of from its record, and its runner waits for the host's word.
+  it.for(['host', 'module'] as const)('a module tool its step called when that step spent the budget does not run either: the step ends the turn, on every transport (a %s model)', async (model, { onTestFinished }) => {
     const dir = await mkdtemp(join(tmpdir(), 'sw-limits-'))
     onTestFinished(() => rm(dir, { recursive: true, force: true }))
     const file = join(dir, 'runs')
     const fixture = setup(transport, [callStep('t1', 10, 'tally', { file, tag: 'ran' })], { agentModule: FAULT_MODULE })
-    const run = await fixture.host.spawn.start({ prompt: 'spend', parent: fixture.parent, limits: { maxTotalTokens: 10 } })
+    const request =
+      model === 'host'
+        ? { prompt: 'spend' }
+        : { prompt: JSON.stringify([{ id: 't1', tool: 'tally', args: { file, tag: 'ran' }, tokens: 10 }]), agentOptions: { provider: 'planned' } }
+    const run = await fixture.host.spawn.start({ ...request, parent: fixture.parent, limits: { maxTotalTokens: 10 } })
     expect(await run.result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (10 tokens)' })
-    expect(toolResults(fixture.host.agents.get(run.id)!.session.events)).toMatchObject([{ callId: 't1', isError: true, code: 'ABORTED' }])
+    const events = fixture.host.agents.get(run.id)!.session.events
+    expect(toolResults(events)).toEqual([{ callId: 't1', name: 'tally', isError: true, code: 'ABORTED', content: [{ type: 'text', text: 'the tool call was cancelled' }] }])
+    expect(lastTurnEnd(events)).toEqual(limitEnd('maxTotalTokens', 10))
+    expect(existsSync(file)).toBe(false)
+    await run.dispose()
+  })
+
+  it('a module tool its module model called when that step spent a budget above the child, spent by another after the child started, does not run', async ({ onTestFinished }) => {
+    const dir = await mkdtemp(join(tmpdir(), 'sw-limits-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const file = join(dir, 'runs')
+    const gated = gatedTool()
+    const fixture = setup(transport, [textStep('spent most', 90)], { agentModule: FAULT_MODULE })
+    fixture.host.tools.register(gated.tool)
+    const top = fixture.host.createAgent({ options: { provider: 'scripted' }, limits: { maxTotalTokens: 100 } })
+    // The child starts with the whole budget left: its runner cannot know what its parent spends next.
+    const plan = [
+      { id: 'g1', tool: 'gated', args: { tag: 'wait' }, tokens: 2 },
+      { id: 't1', tool: 'tally', args: { file, tag: 'ran' }, tokens: 10 },
+    ]
+    const run = await fixture.host.spawn.start({ prompt: JSON.stringify(plan), parent: top, agentOptions: { provider: 'planned' } })
+    expect(fixture.host.agents.get(run.id)!.session.header.limits).toEqual({ maxTotalTokens: 100 })
+    await gated.until('the child waits in its host tool', (state) => state.started.length === 1)
+    expect(await top.run('spend')).toMatchObject({ stopReason: 'completed' })
+    gated.release('wait')
+    // 90 + 2 + 10: the child's second step reaches its parent's budget.
+    expect(await run.result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+    const events = fixture.host.agents.get(run.id)!.session.events
+    expect(toolResults(events)).toMatchObject([
+      { callId: 'g1', isError: false },
+      { callId: 't1', isError: true, code: 'ABORTED' },
+    ])
     expect(existsSync(file)).toBe(false)
     await run.dispose()
   })
