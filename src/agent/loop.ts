@@ -51,6 +51,14 @@ export interface AgentEnvironment {
   unrecorded?: (usage: Usage, provider: string) => void
   /** Told as each model request is made, but a stand-in's (whose host makes it): how the host learns of requests it does not serve. */
   requested?: () => void
+  /**
+   * Asked once a step's calls are recorded, before any of them runs; settles (rejecting) when
+   * `signal` aborts. A limit it names cancels the turn with it, so every call is recorded
+   * `ABORTED`, as an inline child whose host stops it at that step's record. A runner's child
+   * asks its host here where only the host can tell (its module model's tokens against the
+   * budgets above it).
+   */
+  admitCalls?: (signal: AbortSignal) => Promise<LimitReason | undefined>
 }
 
 export interface StepContext {
@@ -340,6 +348,7 @@ export class AgentRuntime implements Agent {
 
   /** Runs one step's calls; resolves true when a tool concluded the turn. */
   async #runTools(calls: ToolCallBlock[], signal: AbortSignal): Promise<boolean> {
+    await this.#admitCalls(signal)
     let concluded = false
     let closed = false
     const step: StepContext = { conclude: () => void (concluded = true) }
@@ -386,6 +395,19 @@ export class AgentRuntime implements Agent {
       closed = true
     }
     return concluded
+  }
+
+  /** The environment's word on a step's calls (AgentEnvironment.admitCalls): a limit it names cancels the turn before any runs. */
+  async #admitCalls(signal: AbortSignal): Promise<void> {
+    const { admitCalls } = this.#env
+    if (!admitCalls || signal.aborted) return
+    try {
+      const limit = await admitCalls(signal)
+      if (limit) this.cancel(limit)
+    } catch (error) {
+      // A cancel ended the wait: the calls are recorded as any cancelled step's.
+      if (!signal.aborted) throw error
+    }
   }
 
   async #executeCall(call: ToolCallBlock, signal: AbortSignal, step: StepContext): Promise<{ data: ToolResultData; execution?: ToolExecution; result?: ToolResult }> {

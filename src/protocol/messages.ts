@@ -41,7 +41,7 @@ import { share } from './validate.js'
 import { sideBySide } from './outbox.js'
 
 /** Bumped whenever a message or the remote envelope (src/remote/envelope.ts) changes shape: both ends must speak the same version. */
-export const PROTOCOL_VERSION = 21
+export const PROTOCOL_VERSION = 22
 
 const child = { type: 'string', minLength: 1 } as const
 const version = count

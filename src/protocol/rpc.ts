@@ -31,11 +31,12 @@ export const ToolReply = closed({ text: string, concluded: boolean, value: anyth
 export type ToolReply = Wire<typeof ToolReply>
 
 /**
- * What a model call ends with: `null`, or the limit the host found spent once the call's model
- * finished (its tokens, or a limit above the child), which the runner's child stops on as it
- * records the step, as an inline child's loop is stopped at that record (CONTRACT.md §11).
+ * The host's verdict on a step, what a model call ends with and a step call answers: `null`, or
+ * the limit the host found spent once it counted the step (its tokens, or a limit above the
+ * child), which the runner's child stops on before any call of the step runs, as an inline
+ * child's loop is stopped at that step's record (CONTRACT.md §11).
  */
-const ModelEnd = {
+const LimitVerdict = {
   anyOf: [
     { type: 'null' },
     closed({ limit: closed({ kind: { const: 'limit' }, limit: { enum: ['timeoutMs', 'maxSteps', 'maxTotalTokens'] }, value: { type: 'integer', minimum: 1 } }) }),
@@ -47,10 +48,16 @@ const ModelEnd = {
  * types derive from it (as comlink derives both ends from one interface).
  */
 const RPC_METHODS = {
-  /** Streams a host-placed model: chunks while it runs, then what it ended with (ModelEnd). */
-  model: { payload: validator(ModelCall), result: validator(ModelEnd) },
+  /** Streams a host-placed model: chunks while it runs, then the host's verdict on its step (LimitVerdict). */
+  model: { payload: validator(ModelCall), result: validator(LimitVerdict) },
   /** Runs a host-placed tool: its rendered text, its value, and whether it concluded the turn. */
   tool: { payload: validator(ToolCall), result: validator(ToolReply) },
+  /**
+   * Asks whether the step the child recorded before the call may run its calls: what the host
+   * found spent once it counted that record (a module model's step, whose tokens only its record
+   * tells the host), as a model call's end says it of a host model's step.
+   */
+  step: { payload: validator(closed({})), result: validator(LimitVerdict) },
 }
 type Checked<V> = V extends Validator<infer T> ? T : never
 export type RpcMethod = keyof typeof RPC_METHODS

@@ -151,7 +151,18 @@ export class RunnerChild {
     const tools = create.hostTools.length === 0 ? local.toolSource : toolSourceOf(create.hostTools.map((descriptor) => remoteTool(this.#rpc, descriptor)), local.tools)
     // Told of module models' requests only (the host serves its own): see #record.
     const requested = () => void (this.#unanswered = true)
-    return { models, tools, hooks: local.hooks, maxParallelToolCalls: this.#host.config.maxParallelToolCalls, delegated: true, requested }
+    const env: AgentEnvironment = { models, tools, hooks: local.hooks, maxParallelToolCalls: this.#host.config.maxParallelToolCalls, delegated: true, requested }
+    // A host model's step comes with the host's verdict (its call's end); a module model's tokens
+    // the host counts only from the step's record, against budgets above the child this runner
+    // never sees spent: with a token budget in force, its calls wait for the host's word.
+    if (!this.#hostModel && create.spec.header.limits?.maxTotalTokens !== undefined) env.admitCalls = (signal) => this.#stepVerdict(signal)
+    return env
+  }
+
+  /** The host's word on the step just recorded: the call goes out behind the step's record, which the host counts first. */
+  async #stepVerdict(signal: AbortSignal): Promise<LimitReason | undefined> {
+    const verdict = await this.#rpc.call('step', {}, { signal })
+    return verdict?.limit
   }
 
   /** `start` begins its turn (a published child) or goes on with it (a moved one). */

@@ -249,6 +249,20 @@ describe.each(TRANSPORTS)('continuable children [%s]', (transport) => {
     await run.dispose()
   })
 
+  it('limits: tokens its step streamed before its deadline stopped the activation stay spent: the next activation is refused', async () => {
+    // The step reaches the life's budget and then waits: the activation's deadline stops it.
+    const { host, parent, model } = setup(transport, [{ hangAfter: [{ type: 'usage', inputTokens: 60, outputTokens: 40 }] }, textResponse('never')])
+    const run = await host.spawn.startContinuable({ prompt: 'a', parent, agentOptions: { provider: 'scripted' }, limits: { timeoutMs: 1500, maxTotalTokens: 100 } })
+    const [late] = await settlementsOf(run, 1)
+    expect(late).toMatchObject({ activation: 1, stopReason: 'aborted', diagnostic: 'the child exceeded limits.timeoutMs (1500 ms)' })
+    run.send('b')
+    const [, second] = await settlementsOf(run, 2)
+    // The deadline was the activation's; the tokens are the life's.
+    expect(second).toMatchObject({ activation: 2, stopReason: 'aborted', output: [], diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+    expect(model.requests).toHaveLength(1)
+    await run.dispose()
+  })
+
   it("limits: a parent's activation that runs out of time refuses its continuable child nothing after it", async () => {
     const { host, parent } = setup(transport, ['hang'])
     host.models.register('g', new ScriptedModel([textResponse('g one'), textResponse('g two')]))

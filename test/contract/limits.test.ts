@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import {
   createHost,
   createJobTools,
+  createMemoryStore,
   createNdjsonStore,
   createSubagentTool,
   defineTool,
@@ -26,7 +27,7 @@ import {
 } from 'subagent-worker'
 import { closeHosts, ownRunnerOptions, setup, TRANSPORTS, type Fixture } from '../support/harness.js'
 import { recordLifecycle } from '../support/driver-helpers.js'
-import { lastTurnEnd, toolResults } from '../support/loop-helpers.js'
+import { gatedTool, lastTurnEnd, toolResults } from '../support/loop-helpers.js'
 
 afterEach(closeHosts)
 
@@ -122,14 +123,50 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     expect(runs).toBe(0)
   })
 
-  it('a module tool its step called when that step spent the budget does not run either: the step ends the turn, on every transport', async ({ onTestFinished }) => {
+  // A host model's step comes with the host's verdict; a module model's the host learns of from its record, and its runner waits for the host's word.
+  it.for(['host', 'module'] as const)('a module tool its step called when that step spent the budget does not run either: the step ends the turn, on every transport (a %s model)', async (model, { onTestFinished }) => {
     const dir = await mkdtemp(join(tmpdir(), 'sw-limits-'))
     onTestFinished(() => rm(dir, { recursive: true, force: true }))
     const file = join(dir, 'runs')
     const fixture = setup(transport, [callStep('t1', 10, 'tally', { file, tag: 'ran' })], { agentModule: FAULT_MODULE })
-    const run = await fixture.host.spawn.start({ prompt: 'spend', parent: fixture.parent, limits: { maxTotalTokens: 10 } })
+    const request =
+      model === 'host'
+        ? { prompt: 'spend' }
+        : { prompt: JSON.stringify([{ id: 't1', tool: 'tally', args: { file, tag: 'ran' }, tokens: 10 }]), agentOptions: { provider: 'planned' } }
+    const run = await fixture.host.spawn.start({ ...request, parent: fixture.parent, limits: { maxTotalTokens: 10 } })
     expect(await run.result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (10 tokens)' })
-    expect(toolResults(fixture.host.agents.get(run.id)!.session.events)).toMatchObject([{ callId: 't1', isError: true, code: 'ABORTED' }])
+    const events = fixture.host.agents.get(run.id)!.session.events
+    expect(toolResults(events)).toEqual([{ callId: 't1', name: 'tally', isError: true, code: 'ABORTED', content: [{ type: 'text', text: 'the tool call was cancelled' }] }])
+    expect(lastTurnEnd(events)).toEqual(limitEnd('maxTotalTokens', 10))
+    expect(existsSync(file)).toBe(false)
+    await run.dispose()
+  })
+
+  it('a module tool its module model called when that step spent a budget above the child, spent by another after the child started, does not run', async ({ onTestFinished }) => {
+    const dir = await mkdtemp(join(tmpdir(), 'sw-limits-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const file = join(dir, 'runs')
+    const gated = gatedTool()
+    const fixture = setup(transport, [textStep('spent most', 90)], { agentModule: FAULT_MODULE })
+    fixture.host.tools.register(gated.tool)
+    const top = fixture.host.createAgent({ options: { provider: 'scripted' }, limits: { maxTotalTokens: 100 } })
+    // The child starts with the whole budget left: its runner cannot know what its parent spends next.
+    const plan = [
+      { id: 'g1', tool: 'gated', args: { tag: 'wait' }, tokens: 2 },
+      { id: 't1', tool: 'tally', args: { file, tag: 'ran' }, tokens: 10 },
+    ]
+    const run = await fixture.host.spawn.start({ prompt: JSON.stringify(plan), parent: top, agentOptions: { provider: 'planned' } })
+    expect(fixture.host.agents.get(run.id)!.session.header.limits).toEqual({ maxTotalTokens: 100 })
+    await gated.until('the child waits in its host tool', (state) => state.started.length === 1)
+    expect(await top.run('spend')).toMatchObject({ stopReason: 'completed' })
+    gated.release('wait')
+    // 90 + 2 + 10: the child's second step reaches its parent's budget.
+    expect(await run.result).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+    const events = fixture.host.agents.get(run.id)!.session.events
+    expect(toolResults(events)).toMatchObject([
+      { callId: 'g1', isError: false },
+      { callId: 't1', isError: true, code: 'ABORTED' },
+    ])
     expect(existsSync(file)).toBe(false)
     await run.dispose()
   })
@@ -247,6 +284,38 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     expect(fixture.model.requests).toHaveLength(4)
   })
 
+  it('a token budget spent after a child finished its turn cancels what that child started and still runs (a background job), with the same reason', async () => {
+    let waiting!: () => void
+    const waited = new Promise<void>((resolve) => (waiting = resolve))
+    const task = (request: ModelRequest) => textOf((request.messages[0]!.content as ContentBlock[]).filter((block) => block.type === 'text'))
+    const route: ScriptEntry = (request) => {
+      const steps = request.messages.filter((message) => message.role === 'assistant').length
+      switch (task(request)) {
+        case 'delegate':
+          return steps === 0 ? callStep('b1', 2, 'subagent', { description: 'waits', prompt: 'wait', run_in_background: true }) : textStep('child done')
+        case 'wait':
+          waiting()
+          return new Promise<never>(() => {}) // until the job is cancelled
+        default:
+          return textStep('spent the rest', 100)
+      }
+    }
+    const fixture = setup(transport, [route, route, route, route])
+    fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn' }))
+    const lifecycle = recordLifecycle(fixture.host)
+    const top = fixture.host.createAgent({ options: { provider: 'scripted' }, limits: { maxTotalTokens: 100 } })
+    const child = await fixture.host.spawn.start({ prompt: 'delegate', parent: top })
+    expect(await child.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'child done' }] })
+    await waited
+    // The top-level agent's own step spends what is left: the child is done, not disposed, and its job runs on.
+    expect(await top.run('spend')).toMatchObject({ stopReason: 'completed' })
+    await lifecycle.ended(2)
+    const job = lifecycle.ends.find((end) => end.depth === 2)!
+    expect(job).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+    expect(fixture.model.requests).toHaveLength(4)
+    await child.dispose()
+  })
+
   it('the subagent tool passes its limits to every child and renders a limit stop as a cancelled run with the diagnostic', async () => {
     const fixture = withNoop(setup(transport, [callStep('c1'), callStep('c2'), callStep('b1'), callStep('b2')]))
     const tool = createSubagentTool(fixture.host, { provider: 'spawn', limits: { maxSteps: 1 } })
@@ -279,6 +348,21 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     afterEach(async () => {
       if (dir) await rm(dir, { recursive: true, force: true })
       dir = undefined
+    })
+
+    it('a resumed agent whose tree already spent its whole budget makes no request: its turn ends aborted with the limit', async () => {
+      const script = [callStep('d1', 10, 'subagent', { description: 'spends', prompt: 'spend' }), textStep('child done', 80), textStep('parent done', 10), textStep('never')]
+      const fixture = setup(transport, script, { store: createMemoryStore() })
+      fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn', enableRunInBackground: false }))
+      const top = fixture.host.createAgent({ options: { provider: 'scripted' }, limits: { maxTotalTokens: 100 } })
+      // 10 and 10 of its own, 80 of its child's: its last step reaches the budget and ends the turn.
+      expect(await top.run('delegate')).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'parent done' }] })
+      await top.dispose()
+      const resumed = await fixture.host.resumeAgent(top.id)
+      expect(await resumed.run('more')).toEqual({ output: [], stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+      expect(fixture.model.requests).toHaveLength(3)
+      expect(lastTurnEnd(resumed.session.events)).toEqual(limitEnd('maxTotalTokens', 100))
+      await resumed.dispose()
     })
 
     it('a resumed child keeps what its budget had left, its descendants’ spending included (ndjson store)', async () => {

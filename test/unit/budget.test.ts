@@ -155,4 +155,44 @@ describe('the host budget', () => {
     expect(root.budget.totalUsage()).toEqual({ inputTokens: 31, outputTokens: 12 })
     expect(Budget.inherit(root.budget).limits.maxTotalTokens).toBe(1000 - 83)
   })
+
+  it('a resumed budget its tree already spent refuses the first request', () => {
+    const spent = { kind: 'limit', limit: 'maxTotalTokens', value: 100 }
+    expect(new Budget(undefined, { maxTotalTokens: 100 }, 100).refusal()).toEqual(spent)
+    expect(new Budget(undefined, { maxTotalTokens: 100 }, 99).refusal()).toBeUndefined()
+    expect(Budget.inherit(new Budget(undefined, { maxTotalTokens: 100 }, 100))).toEqual({ limits: {}, spent })
+  })
+
+  it("a token budget spent under a deadline's mark outlasts the deadline's activation: its own, or an ancestor's", async () => {
+    const tokens = { kind: 'limit', limit: 'maxTotalTokens', value: 40 }
+    // Its own deadline stops the step; the tokens that step streamed are counted as its stream ends.
+    const own = new Budget(undefined, { timeoutMs: 1, maxTotalTokens: 40 })
+    await new Promise<void>((resolve) => own.begin({ stop: () => resolve() }))
+    own.served({ inputTokens: 30, outputTokens: 10 }, own.moves)
+    own.pause()
+    expect(own.refusal()).toEqual(tokens)
+
+    // A descendant's own budget, reached while its ancestor's deadline marks it.
+    const ancestor = new Budget(undefined, { timeoutMs: 1 })
+    const descendant = new Budget(ancestor, { maxTotalTokens: 40 })
+    descendant.begin({ stop: () => {} })
+    await new Promise<void>((resolve) => ancestor.begin({ stop: () => resolve() }))
+    descendant.served({ inputTokens: 30, outputTokens: 10 }, descendant.moves)
+    ancestor.pause()
+    descendant.pause()
+    expect(ancestor.refusal()).toBeUndefined()
+    expect(descendant.refusal()).toEqual(tokens)
+  })
+
+  it('a limit spent above an agent whose run settled still stops what it started', async () => {
+    const root = new Budget(undefined, { timeoutMs: 1 })
+    const finished = budget({}, root)
+    const job = budget({}, finished.budget)
+    // The finished agent's turn is over; its job runs on.
+    finished.budget.settle()
+    await new Promise<void>((resolve) => root.begin({ stop: () => resolve() }))
+    const deadline = { kind: 'limit', limit: 'timeoutMs', value: 1 }
+    expect(job.stops).toEqual([deadline])
+    expect(finished.stops).toEqual([])
+  })
 })

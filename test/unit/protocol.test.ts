@@ -32,12 +32,14 @@ describe('types from schemas', () => {
   })
 
   it('the RPC types come from its one method map', () => {
-    expectTypeOf<RpcMethod>().toEqualTypeOf<'model' | 'tool'>()
+    expectTypeOf<RpcMethod>().toEqualTypeOf<'model' | 'tool' | 'step'>()
     expectTypeOf<Extract<RunnerMessage, { type: 'rpc/call' }>['method']>().toEqualTypeOf<RpcMethod>()
     expectTypeOf<RpcPayload<'model'>>().toEqualTypeOf<ModelCall>()
     expectTypeOf<RpcPayload<'tool'>>().toEqualTypeOf<ToolCall>()
     expectTypeOf<RpcResult<'model'>>().toEqualTypeOf<null | { limit: { kind: 'limit'; limit: 'timeoutMs' | 'maxSteps' | 'maxTotalTokens'; value: number } }>()
     expectTypeOf<RpcResult<'tool'>>().toEqualTypeOf<ToolReply>()
+    expectTypeOf<RpcPayload<'step'>>().toEqualTypeOf<{}>()
+    expectTypeOf<RpcResult<'step'>>().toEqualTypeOf<RpcResult<'model'>>()
   })
 })
 

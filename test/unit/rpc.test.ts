@@ -8,6 +8,7 @@ type CallMessage = Extract<RunnerMessage, { type: 'rpc/call' | 'rpc/cancel' }>
 
 const noTool: RpcHandlers['tool'] = async () => ({ text: 'unused', concluded: false })
 const noModel: RpcHandlers['model'] = async () => null
+const noStep: RpcHandlers['step'] = async () => null
 
 /**
  * Waits until `condition` holds, looking once a turn: the messages between client and server cross
@@ -47,7 +48,7 @@ function pair(handlers: Partial<RpcHandlers>) {
     return sink
   }
   client = new RpcClient('c1', link<CallMessage>((m) => server.receive(m)))
-  server = new RpcServer('c1', link<RpcReply>((m) => client.receive(m), (frame) => frames.push(frame)), { model: noModel, tool: noTool, ...handlers })
+  server = new RpcServer('c1', link<RpcReply>((m) => client.receive(m), (frame) => frames.push(frame)), { model: noModel, tool: noTool, step: noStep, ...handlers })
   return { client, server, frames }
 }
 
@@ -108,7 +109,7 @@ describe('rpc', () => {
 
   it('a second call under a running call id is refused, the first carries on', async () => {
     let release = () => {}
-    const handler = new RpcServer('c1', { epoch: 0, push: (m) => replies.push(m) }, { model: noModel, tool: () => new Promise((resolve) => (release = () => resolve({ text: 'first', concluded: false }))) })
+    const handler = new RpcServer('c1', { epoch: 0, push: (m) => replies.push(m) }, { model: noModel, tool: () => new Promise((resolve) => (release = () => resolve({ text: 'first', concluded: false }))), step: noStep })
     const replies: RpcReply[] = []
     const call = { type: 'rpc/call', child: 'c1', call: 1, method: 'tool', payload: { name: 't', callId: 'x', args: {} } } as const
     handler.receive(call)
@@ -247,6 +248,7 @@ describe('rpc', () => {
     const server = new RpcServer('c1', { epoch: 0, push: (m) => replies.push(m) }, {
       model: (_payload, { emit }) => new Promise((resolve) => (emits.push(emit), ends.push(() => resolve(null)))),
       tool: async () => ({ text: 'tool', concluded: false }),
+      step: noStep,
     })
     const call = (call: number, method: 'model' | 'tool') =>
       server.receive({ type: 'rpc/call', child: 'c1', call, method, payload: method === 'model' ? { provider: 'p' } : { name: 't', callId: 'x', args: {} } })
@@ -283,6 +285,7 @@ describe('rpc', () => {
     const server = new RpcServer('c1', { epoch: 0, push: (m) => replies.push(m) }, {
       model: (_payload, context) => ((emit = context.emit), new Promise(() => {})),
       tool: noTool,
+      step: noStep,
     })
     server.receive({ type: 'rpc/call', child: 'c1', call: 1, method: 'model', payload: { provider: 'p' } })
     for (let i = 0; i < HELD_CHUNKS + 2; i++) emit({ type: 'text-delta', text: String(i) })
@@ -299,6 +302,7 @@ describe('rpc', () => {
     const server = new RpcServer('c1', { epoch: 0, push: (m) => replies.push(m) }, {
       model: (_payload, context) => ((emit = context.emit), new Promise(() => {})),
       tool: noTool,
+      step: noStep,
     })
     server.receive({ type: 'rpc/call', child: 'c1', call: 1, method: 'model', payload: { provider: 'p' } })
     const third = 'x'.repeat(Math.ceil(HELD_BYTES / 3))

@@ -31,6 +31,18 @@ export interface Inherited {
   spent?: LimitReason
 }
 
+/**
+ * How long a spent limit holds (CONTRACT.md §13): a token budget for the life of the node it
+ * marks; a deadline for the activation of the agent whose deadline it was, whose pause() lifts it.
+ */
+type Lasts = 'life' | 'activation'
+
+/** A spent limit as it marks a node and its subtree: the reason, and the node whose limit it is (the one that may lift it). */
+interface Mark {
+  reason: LimitReason
+  by: Budget
+}
+
 const zero = (): Usage => ({ inputTokens: 0, outputTokens: 0 })
 const tokens = (usage: Usage): number => usage.inputTokens + usage.outputTokens
 
@@ -48,9 +60,12 @@ export class Budget {
   #descendants = zero()
   #reportedSteps = 0
   #servedSteps = 0
-  #spent: LimitReason | undefined
-  /** The spent limit is this node's own deadline: a continuable child's next activation has a new one. */
-  #timedOut = false
+  /**
+   * The limits spent for this node, each kept as long as it lasts: a deadline's mark lifted at the
+   * end of its activation leaves a token budget spent meanwhile (the tokens a step the deadline
+   * stopped had streamed) in force.
+   */
+  readonly #marks: Partial<Record<Lasts, Mark>> = {}
   /**
    * The usage this agent's session records (its steps' own usage, CONTRACT.md §3) and the sum of
    * its descendants': what `totalUsage` reports (§12). A failed or cancelled step's tokens are in
@@ -75,6 +90,9 @@ export class Budget {
     this.limits = limits
     this.#before = spentBefore
     if (parent) parent.#children.add(this)
+    // A resumed agent keeps what its tree had left (CONTRACT.md §11): when that is nothing, it makes no request.
+    const { maxTotalTokens } = limits
+    if (maxTotalTokens !== undefined && this.#total() >= maxTotalTokens) this.#marks.life = { reason: limitReason('maxTotalTokens', maxTotalTokens), by: this }
   }
 
   /**
@@ -86,7 +104,7 @@ export class Budget {
     const remaining: ChildLimits[] = []
     let spent: LimitReason | undefined
     for (let node = parent; node; node = node.parent) {
-      spent ??= node.#spent
+      spent ??= node.#spent()
       const { timeoutMs, maxSteps, maxTotalTokens } = node.limits
       const left: ChildLimits = {}
       if (maxSteps !== undefined) left.maxSteps = maxSteps
@@ -117,10 +135,7 @@ export class Budget {
     const { timeoutMs } = this.limits
     if (timeoutMs === undefined) return
     this.#deadline = performance.now() + timeoutMs
-    const timedOut = () => {
-      this.#timedOut = this.#spent === undefined
-      this.#exhaust(limitReason('timeoutMs', timeoutMs))
-    }
+    const timedOut = () => this.#exhaust(limitReason('timeoutMs', timeoutMs), 'activation')
     // A timer fires at once beyond MAX_TIMER_MS: a longer deadline is waited for in parts.
     const arm = (ms: number) => {
       this.#timer = setTimeout(() => (ms > MAX_TIMER_MS ? arm(ms - MAX_TIMER_MS) : timedOut()), Math.min(ms, MAX_TIMER_MS))
@@ -131,28 +146,31 @@ export class Budget {
   }
 
   /**
-   * Between a continuable child's activations: no deadline runs and nothing is stopped; the node
-   * stays in the tree. A deadline it had spent was the activation's, not the child's.
+   * The agent's run is over, but what it started (its background jobs, its continuable children)
+   * may still run: its deadline no longer runs and nothing of it is stopped, and its node stays in
+   * the tree until end(), so a limit spent above it still reaches them (CONTRACT.md §11).
    */
-  pause(): void {
-    if (this.#timedOut) {
-      this.#timedOut = false
-      // The deadline marked its whole subtree (#exhaust): an idle continuable descendant is not refused its later activations for it.
-      this.#unmark(this.#spent)
-    }
+  settle(): void {
     clearTimeout(this.#timer)
     this.#timer = undefined
-    this.#deadline = undefined
     this.#stopAtRecord = undefined
     this.#owner = undefined
   }
 
-  /** The agent is done: nothing of it is stopped any more (what it spent still counts above it). */
+  /**
+   * Between a continuable child's activations: settled, with no deadline. A deadline it had spent
+   * was the activation's, not the child's: lifted from its whole subtree (#exhaust marked it), so
+   * an idle continuable descendant is not refused its later activations for it.
+   */
+  pause(): void {
+    this.#lift('activation')
+    this.settle()
+    this.#deadline = undefined
+  }
+
+  /** The agent and what it started are gone: settled, and out of the tree (what it spent still counts above it). */
   end(): void {
-    clearTimeout(this.#timer)
-    this.#timer = undefined
-    this.#stopAtRecord = undefined
-    this.#owner = undefined
+    this.settle()
     if (this.parent) this.parent.#children.delete(this)
   }
 
@@ -194,23 +212,29 @@ export class Budget {
     else this.#served = this.#reported
     if (!deferred) return
     const { maxTotalTokens } = this.limits
-    if (deferred.spentAt === this && maxTotalTokens !== undefined && this.#total() < maxTotalTokens) this.#unmark(deferred.reason)
+    if (deferred.spentAt === this && maxTotalTokens !== undefined && this.#total() < maxTotalTokens) this.#lift('life')
     else this.#owner?.stop(deferred.reason)
   }
 
-  /** A limit of this node's is no longer spent: its subtree, marked with it by #exhaust, is unmarked. */
-  #unmark(reason: LimitReason | undefined): void {
-    const unmark = (node: Budget) => {
-      if (node.#spent === reason) node.#spent = undefined
-      for (const child of node.#children) unmark(child)
+  /** This node's own limit that lasts so long is no longer spent: its mark is lifted from its subtree, where #exhaust put it. */
+  #lift(lasts: Lasts): void {
+    const lift = (node: Budget) => {
+      if (node.#marks[lasts]?.by === this) delete node.#marks[lasts]
+      for (const child of node.#children) lift(child)
     }
-    unmark(this)
+    lift(this)
+  }
+
+  /** The limit spent for this node, if one is: a token budget first, since it outlasts a deadline. */
+  #spent(): LimitReason | undefined {
+    return (this.#marks.life ?? this.#marks.activation)?.reason
   }
 
   /** Why no further model request may be made now, if none may. */
   refusal(): LimitReason | undefined {
     for (let node: Budget | undefined = this; node; node = node.parent) {
-      if (node.#spent) return node.#spent
+      const spent = node.#spent()
+      if (spent) return spent
     }
     return undefined
   }
@@ -295,19 +319,24 @@ export class Budget {
       const { maxTotalTokens } = node.limits
       if (maxTotalTokens !== undefined && node.#total() >= maxTotalTokens) over = { node, value: maxTotalTokens }
     }
-    if (over) over.node.#exhaust(limitReason('maxTotalTokens', over.value), recording)
+    if (over) over.node.#exhaust(limitReason('maxTotalTokens', over.value), 'life', recording)
   }
 
-  /** A limit of this node is spent: nothing below it makes another request, and what runs is stopped. */
-  #exhaust(reason: LimitReason, recording?: Budget): void {
-    if (this.#spent) return
+  /**
+   * A limit of this node is spent for as long as `lasts`: nothing below it makes another request,
+   * and what runs is stopped. Only a node whose token budget is spent, or one already marked for
+   * as long, has nothing more to mark: a budget spent after a deadline is marked too, to outlast it.
+   */
+  #exhaust(reason: LimitReason, lasts: Lasts, recording?: Budget): void {
+    if (this.#marks.life || this.#marks[lasts]) return
+    const mark: Mark = { reason, by: this }
     const stopping: Budget[] = []
-    const mark = (node: Budget) => {
-      node.#spent ??= reason
+    const visit = (node: Budget) => {
+      node.#marks[lasts] ??= mark
       stopping.push(node)
-      for (const child of node.#children) mark(child)
+      for (const child of node.#children) visit(child)
     }
-    mark(this)
+    visit(this)
     for (const node of stopping) {
       if (node === recording) node.#stopAtRecord = { reason, spentAt: this }
       else node.#owner?.stop(reason)

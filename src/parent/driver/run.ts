@@ -81,7 +81,8 @@ export class DelegationRun implements SubagentRun {
       init.budget.begin({ stop: (reason) => this.#limitStop(reason) })
       this.result = this.#drive()
     }
-    this.result.finally(() => init.budget.end()).catch(() => {})
+    // Its node stays in the tree until teardown: what it started may outlive its turn (#teardown).
+    this.result.finally(() => init.budget.settle()).catch(() => {})
     this.result.then(
       (result) => this.#ended(result),
       (error: unknown) => this.#ended(this.#withTotal({ output: [], stopReason: 'error', diagnostic: `the run failed: ${messageOf(error)}` })),
@@ -190,7 +191,12 @@ export class DelegationRun implements SubagentRun {
 
   async #teardown(): Promise<void> {
     await this.result.catch(() => {})
-    await this.#hooks.endOrphansOf(this.id)
+    try {
+      await this.#hooks.endOrphansOf(this.id)
+    } finally {
+      // Until its background jobs and continuable children ended, a limit spent above reached them through its node.
+      this.#init.budget.end()
+    }
     try {
       await this.#init.handle.release()
     } catch (error) {

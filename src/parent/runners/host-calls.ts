@@ -117,6 +117,17 @@ export class HostCalls implements RpcHandlers {
     })
   }
 
+  /**
+   * The host's word on the step its runner recorded before this call (a module model's: the host
+   * counted its tokens from that record, which came first): the limit spent by now, if one is.
+   * Its runner runs none of the step's calls until this answer, so the host, not the runner,
+   * decides whether they run (CONTRACT.md §11).
+   */
+  async step(): Promise<RpcResult<'step'>> {
+    const limit = this.#child.placement.refusal()
+    return limit ? { limit } : null
+  }
+
   /** A host tool the child sees: registered when it was created, and let through its filter. */
   #visible(name: string): ToolDefinition | undefined {
     const tool = this.#child.placement.tools.get(name)
