@@ -7,7 +7,8 @@
  * remote column (BullMQ worker nodes on Redis) is checked on S2 alone, when a Redis answers; the
  * other runs leave it out with --no-remote, which is how they check that it is left out.
  *
- * Each run covers only the scenarios its assertions read. Its bounds are generous (a bench run
+ * Each run covers only the scenarios its assertions read, with --smoke (the least plan that
+ * computes every figure), but for S11, whose kills need --quick's longer round. Its bounds are generous (a bench run
  * is CPU-bound, and a loaded two-core machine makes it several times slower); the process's own
  * timeout comes first, so a failure shows what it printed.
  */
@@ -59,10 +60,10 @@ function alive(pid: number): boolean {
 }
 
 describe.concurrent('bench runs', () => {
-  it('bench --quick --only S1,S8,S10 --no-remote prints every local transport side by side, each goal on its transport, no remote column, and writes the JSON and the chart', async () => {
+  it('bench --smoke --only S1,S8,S10 --no-remote prints every local transport side by side, each goal on its transport, no remote column, and writes the JSON and the chart', async () => {
     const file = join(dir, 'bench.json')
     const svg = join(dir, 'bench.svg')
-    const { stdout, stderr } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S1,S8,S10', '--no-remote', '--json', file, '--svg', svg], {
+    const { stdout, stderr } = await run(process.execPath, [MAIN, 'bench', '--smoke', '--only', 'S1,S8,S10', '--no-remote', '--json', file, '--svg', svg], {
       // About 30 s beside the other runs on two quiet cores.
       timeout: RUN_MS,
       env: { ...process.env, NO_COLOR: '1' },
@@ -143,11 +144,11 @@ describe.concurrent('bench runs', () => {
     expect(chart).not.toContain('>remote<')
   }, TEST_MS)
 
-  it('bench --quick --only S2 puts the remote column beside the others when Redis answers: two worker nodes, the BullMQ floor and the remote goal, and nothing left behind', async (ctx) => {
+  it('bench --smoke --only S2 puts the remote column beside the others when Redis answers: two worker nodes, the BullMQ floor and the remote goal, and nothing left behind', async (ctx) => {
     if (!(await redisReachable())) ctx.skip(`no Redis at ${REDIS_URL}: the bench's remote column is not checked (start one, or point REDIS_URL at one)`)
     const file = join(dir, 'remote.json')
     const svg = join(dir, 'remote.svg')
-    const { stdout, stderr } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S2', '--redis', REDIS_URL, '--json', file, '--svg', svg], {
+    const { stdout, stderr } = await run(process.execPath, [MAIN, 'bench', '--smoke', '--only', 'S2', '--redis', REDIS_URL, '--json', file, '--svg', svg], {
       timeout: RUN_MS,
       env: { ...process.env, NO_COLOR: '1' },
     })
@@ -212,9 +213,9 @@ describe.concurrent('bench runs', () => {
     expect(chart).toContain('goal (remote): p50 overhead over worker &lt;= 2 ms')
   }, TEST_MS)
 
-  it('bench --quick --only G2,O3 runs the A/B rows: the worker with the feature on against off, the on/off ratio, and the governance goal', async () => {
+  it('bench --smoke --only G2,O3 runs the A/B rows: the worker with the feature on against off, the on/off ratio, and the governance goal', async () => {
     const file = join(dir, 'ab.json')
-    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'G2,O3', '--no-remote', '--json', file], {
+    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--smoke', '--only', 'G2,O3', '--no-remote', '--json', file], {
       timeout: RUN_MS,
       env: { ...process.env, NO_COLOR: '1' },
     })
@@ -259,13 +260,9 @@ describe.concurrent('bench runs', () => {
     expect(row.worker.n).toBe(row.extra.moved)
   }, TEST_MS)
 
-  // About 5 s: a batch streams for its ideal 500 ms whatever its size (the quick plan's 25 chunks
-  // at 20 ms), and the quick plan runs one warm-up (every host at once) and one round of six
-  // batches. The margin is for a loaded machine. S9u is the same run with the user-written model
-  // (src/cli/bench/user-model.ts) in place of the ScriptedModel: its rows have the same shape.
-  it('bench --quick --only S5,S6 --no-remote takes S5 batch by batch with the bare floor, and S6 in rounds of its own', async () => {
+  it('bench --smoke --only S5,S6 --no-remote takes S5 batch by batch with the bare floor, and S6 in rounds of its own', async () => {
     const file = join(dir, 'cpu.json')
-    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', 'S5,S6', '--no-remote', '--json', file], {
+    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--smoke', '--only', 'S5,S6', '--no-remote', '--json', file], {
       timeout: RUN_MS,
       env: { ...process.env, NO_COLOR: '1' },
     })
@@ -277,7 +274,7 @@ describe.concurrent('bench runs', () => {
     const report = JSON.parse(await readFile(file, 'utf8'))
     const [s5, s6] = report.scenarios
     expect([s5.id, s6.id]).toEqual(['S5', 'S6'])
-    expect(s5.setup).toEqual(expect.objectContaining({ warmup: 20, children: 4, rounds: 2, steps: 2 }))
+    expect(s5.setup).toEqual(expect.objectContaining({ warmup: 4, children: 2, rounds: 2, steps: 2 }))
     // One floor batch a round, taken in turn with the transports' batches.
     for (const side of ['inline', 'worker', 'process', 'floor']) {
       expect(s5[side]).toEqual(expect.objectContaining(summary))
@@ -289,12 +286,16 @@ describe.concurrent('bench runs', () => {
     expect(s6.goals[0]).toEqual(expect.objectContaining({ mode: 'worker', figure: s6.worker.p99, threshold: 10 }))
   }, TEST_MS)
 
+  // About 3 s: a batch streams for its ideal 200 ms whatever its size (the smoke plan's 10 chunks
+  // at 20 ms), and the plan runs one warm-up (every host at once) and one round of six batches.
+  // The margin is for a loaded machine. S9u is the same run with the user-written model
+  // (src/cli/bench/user-model.ts) in place of the ScriptedModel: its rows have the same shape.
   it.each([
     { only: 'S9', ids: ['S9', 'S9m'], model: /ScriptedModel/ },
     { only: 'S9u', ids: ['S9u', 'S9um'], model: /user-written async generator/ },
-  ])('bench --quick --only $only runs the streaming fan-in and reports both placements on every transport with every goal and secondary figure', async ({ only, ids, model }) => {
+  ])('bench --smoke --only $only runs the streaming fan-in and reports both placements on every transport with every goal and secondary figure', async ({ only, ids, model }) => {
     const file = join(dir, `stream-${only}.json`)
-    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--quick', '--only', only, '--no-remote', '--json', file], {
+    const { stdout } = await run(process.execPath, [MAIN, 'bench', '--smoke', '--only', only, '--no-remote', '--json', file], {
       timeout: RUN_MS,
       env: { ...process.env, NO_COLOR: '1' },
     })
@@ -323,8 +324,8 @@ describe.concurrent('bench runs', () => {
           worker: expect.objectContaining(summary),
           process: expect.objectContaining(summary),
           processRatio: { inline: expect.any(Number), worker: expect.any(Number) },
-          reference: { label: 'ideal', value: 500 },
-          setup: expect.objectContaining({ children: expect.any(Number), chunksPerChild: 25, intervalMs: 20, pool: expect.objectContaining({ minThreads: 3, maxThreads: 3 }) }),
+          reference: { label: 'ideal', value: 200 },
+          setup: expect.objectContaining({ children: expect.any(Number), chunksPerChild: 10, intervalMs: 20, pool: expect.objectContaining({ minThreads: 3, maxThreads: 3 }) }),
           goals: [expect.objectContaining(goal), expect.objectContaining(goal), expect.objectContaining(goal)],
           met: expect.any(Boolean),
           extra: expect.objectContaining({
@@ -335,7 +336,7 @@ describe.concurrent('bench runs', () => {
         }),
       )
       const [wall, loop, cpu] = row.goals
-      expect(wall.figure).toBeCloseTo(row.worker.median / 500, 6)
+      expect(wall.figure).toBeCloseTo(row.worker.median / 200, 6)
       expect(loop.figure).toBe(row.extra.eventLoopDelayMs.p99.worker.median)
       expect(cpu.figure).toBeCloseTo(row.extra.cpuUsPerChunk.worker.median / row.extra.cpuUsPerChunk.inline.median, 6)
       expect(row.met).toBe(row.goals.every((g: { met: boolean }) => g.met))
@@ -348,6 +349,7 @@ it('an unknown flag or scenario exits 2 with a clear message and runs nothing', 
     [['--fast'], /unknown flag --fast/],
     [['--only', 'S1,S12'], /unknown scenario "S12" in --only/],
     [['--json'], /--json needs a value/],
+    [['--quick', '--smoke'], /--quick and --smoke are two plans: give one/],
   ] as const) {
     const failure = await run(process.execPath, [MAIN, 'bench', ...args], { timeout: 30_000 }).then(
       () => undefined,

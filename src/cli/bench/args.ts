@@ -9,8 +9,11 @@ export type ScenarioId = (typeof SCENARIO_IDS)[number]
 const NAMED_ONLY_IDS: readonly ScenarioId[] = ['S11', 'G2', 'G3', 'O3', 'O9']
 const DEFAULT_IDS = SCENARIO_IDS.filter((id) => !NAMED_ONLY_IDS.includes(id))
 
+/** How much each scenario measures (plan.ts): the full plan, --quick or --smoke. */
+export type PlanName = 'full' | 'quick' | 'smoke'
+
 export interface BenchArgs {
-  quick: boolean
+  plan: PlanName
   /** The scenarios to run, in table order. */
   only: ScenarioId[]
   json: string | undefined
@@ -25,7 +28,7 @@ export interface BenchArgs {
 /** The remote column's Redis unless --redis says otherwise: REDIS_URL, else the usual local one. */
 export const DEFAULT_REDIS = 'redis://127.0.0.1:6379'
 
-export const BENCH_USAGE = `usage: subagent-worker bench [--quick] [--only S1,S5] [--json FILE] [--svg FILE]
+export const BENCH_USAGE = `usage: subagent-worker bench [--quick | --smoke] [--only S1,S5] [--json FILE] [--svg FILE]
                              [--no-remote] [--redis URL]
 
 Runs each scenario inline, on worker threads, in child processes and (where it applies) on
@@ -52,6 +55,8 @@ the fraction that complete and the latency a move adds (thread-mates survive). I
 when named.
 
   --quick        fewer samples and children: noisier figures in about a minute
+  --smoke        the least that computes every figure: shows the bench runs end to end (as
+                 in CI); its figures say nothing
   --only IDS     comma-separated scenario ids (${SCENARIO_IDS.join(', ')}); S9 selects S9m too, S9u S9um
   --json FILE    write every figure, the raw samples and the machine to FILE
   --svg FILE     write a self-contained SVG chart of the figures of every transport to FILE
@@ -62,6 +67,7 @@ when named.
 
 const OPTIONS = {
   quick: { type: 'boolean' },
+  smoke: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   only: { type: 'string' },
   json: { type: 'string' },
@@ -86,8 +92,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     if (token.value === '') throw new UsageError(`${token.rawName} needs a value`)
   }
   const { values } = parsed
+  if (values.quick && values.smoke) throw new UsageError('--quick and --smoke are two plans: give one')
   return {
-    quick: values.quick ?? false,
+    plan: values.smoke ? 'smoke' : values.quick ? 'quick' : 'full',
     help: values.help ?? false,
     only: values.only === undefined ? DEFAULT_IDS : parseOnly(values.only),
     json: values.json,

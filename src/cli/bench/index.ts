@@ -13,7 +13,7 @@ import { createChannelFloor } from './floors/channel-floor.js'
 import { createFloor } from './floors/floor.js'
 import { defaultThreads } from './harness.js'
 import { backgroundBusy, machineInfo, otherLoad } from './measure/machine.js'
-import { FULL_PLAN, QUICK_PLAN } from './plan.js'
+import { PLANS } from './plan.js'
 import { createProgress } from './report/progress.js'
 import { startRemote, type RemoteRig } from './remote.js'
 import { renderGoals, renderNotes, renderTable } from './report/report.js'
@@ -44,7 +44,7 @@ export async function runBench(argv: readonly string[]): Promise<void> {
 }
 
 async function measure(args: BenchArgs, argv: readonly string[]): Promise<BenchReport> {
-  const plan = args.quick ? QUICK_PLAN : FULL_PLAN
+  const plan = PLANS[args.plan]
   const machine = machineInfo(await backgroundBusy())
   const scenarios = scenariosFor(args.only)
   const wantsRemote = args.only.some((id) => REMOTE_IDS.includes(id))
@@ -88,7 +88,7 @@ async function measure(args: BenchArgs, argv: readonly string[]): Promise<BenchR
       startedAt: startedAt.toISOString(),
       durationMs: performance.now() - t0,
       argv: [...argv],
-      quick: args.quick,
+      plan: args.plan,
       machine,
       ...(remote === undefined ? {} : { remote: remoteInfo(remote) }),
       scenarios: results,

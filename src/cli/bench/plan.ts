@@ -3,8 +3,10 @@
  * a look in under a minute, every column included: the same per-step latency and CPU burn, but
  * fewer samples and rounds, fewer children where their number is the cost (S4, S5, S7, S9, S9u) and a
  * shorter stream at the same pace (S9, S9u, O9), so its figures are noisier and the crowded scenarios
- * less crowded.
+ * less crowded. `--smoke` is the least that still computes every figure (two rounds where a
+ * figure is a spread of rounds): it shows the bench runs end to end, and its figures say nothing.
  */
+import type { PlanName } from './args.js'
 import type { StreamShape } from './stream-script.js'
 
 export interface Plan {
@@ -70,3 +72,19 @@ export const QUICK_PLAN: Plan = {
   moves: { children: 100, perThread: 10, steps: 4, latencyMs: 20, killEveryMs: 250, rounds: 1 },
   ab: { rounds: 8 },
 }
+
+export const SMOKE_PLAN: Plan = {
+  latency: { warmup: 5, samples: 10, batch: 5 },
+  throughput: { warmup: 10, total: 40, inFlight: 16, rounds: 2 },
+  io: { warmup: 10, total: 40, inFlight: 16, latencyMs: 20, rounds: 2 },
+  cpu: { warmup: 4, children: 2, burnMs: 20, rounds: 2 },
+  memory: { children: 20, rounds: 1 },
+  abort: { rounds: 1, graceMs: 200 },
+  stream: { children: 10, threads: 3, rounds: 1, chunks: 10, intervalMs: 20, warmup: 10 },
+  coldStart: { rounds: 2 },
+  // As quick's: a round must last long enough for its kills to come.
+  moves: QUICK_PLAN.moves,
+  ab: { rounds: 4 },
+}
+
+export const PLANS: Record<PlanName, Plan> = { full: FULL_PLAN, quick: QUICK_PLAN, smoke: SMOKE_PLAN }

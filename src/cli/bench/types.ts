@@ -1,5 +1,5 @@
 /** What a scenario reports: the shape of the table rows, the chart and the JSON file. */
-import type { ScenarioId } from './args.js'
+import type { PlanName, ScenarioId } from './args.js'
 import type { MachineInfo } from './measure/machine.js'
 import type { Direction, Summary } from './measure/stats.js'
 
@@ -158,7 +158,7 @@ export interface BenchReport {
   startedAt: string
   durationMs: number
   argv: string[]
-  quick: boolean
+  plan: PlanName
   machine: MachineInfo
   /** Absent when no selected scenario has a remote figure. */
   remote?: RemoteInfo

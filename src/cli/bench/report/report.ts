@@ -9,6 +9,14 @@ import { table, type Style } from '../../terminal/format.js'
 import { describeMachine } from '../measure/machine.js'
 import { NODES } from '../remote.js'
 import { LOCAL_MODES, MODES, type BenchReport, type ByVariant, type Figure, type Goal, type Mode, type ScenarioResult, type Unit } from '../types.js'
+import type { PlanName } from '../args.js'
+
+/** What the machine line adds for a plan that is not the full one. */
+const PLAN_NOTES: Record<PlanName, string> = {
+  full: '',
+  quick: '  (--quick: fewer samples and children, noisier figures)',
+  smoke: '  (--smoke: the least that computes every figure; the figures say nothing)',
+}
 
 export function formatValue(value: number, unit: Unit): string {
   switch (unit) {
@@ -141,7 +149,7 @@ export function renderNotes(report: BenchReport, style: Style): string {
   })
   const models = [...new Set(report.scenarios.map((r) => r.model))]
   return [
-    style.dim(`Machine: ${describeMachine(report.machine)}${report.quick ? '  (--quick: fewer samples and children, noisier figures)' : ''}.`),
+    style.dim(`Machine: ${describeMachine(report.machine)}${PLAN_NOTES[report.plan]}.`),
     style.dim(`Cells are median (p99); p99 is the bad tail: the slowest 1 % for times and sizes, the lowest 1 % for rates. worker/inline and process/worker are ratios of the medians.`),
     style.dim(
       `Each goal is judged on its transport's median; figure is the number it is judged on (× is a ratio: to inline, worker, the floor or the ideal, as the goal says). CPU figures are medians of each round's CPU: the host process's every thread plus, for process, its runner processes${hasRemote(report) ? ', for remote, its node processes' : ''} (read from /proc); event-loop delays are the host's, medians of each round's p99 and max.`,

@@ -179,7 +179,7 @@ export function renderSvg(report: BenchReport): string {
   .verdict { font-size: 12px; font-weight: bold; }
 </style>
 <rect width="100%" height="100%" fill="#fff"/>
-<text x="12" y="22" class="h">subagent-worker bench: inline, worker${remote ? ', process and remote' : ' and process'}${report.quick ? ' (--quick)' : ''}</text>
+<text x="12" y="22" class="h">subagent-worker bench: inline, worker${remote ? ', process and remote' : ' and process'}${report.plan === 'full' ? '' : ` (--${report.plan})`}</text>
 <text x="12" y="40" class="small">${escape(describeMachine(report.machine))} · ${escape(report.startedAt)}</text>
 ${legend}
 ${goalKey}

@@ -133,8 +133,8 @@ const CHANNELS = ['subagent-worker:child:start', 'subagent-worker:child:end', 's
 /** What tracing needs from the OpenTelemetry SDK (a dev dependency): absent, the O rows are skipped. */
 interface Tracing {
   install(): () => void
-  /** Spans the exporter was handed (and dropped). */
-  exported(): number
+  /** Spans the exporter was handed (and dropped), once the batch processor handed over what it holds. */
+  exported(): Promise<number>
   /** Messages the subscriber heard. */
   heard(): number
 }
@@ -170,7 +170,10 @@ async function loadTracing(): Promise<Tracing | string> {
         uninstall()
       }
     },
-    exported: () => exported,
+    exported: async () => {
+      await provider.forceFlush()
+      return exported
+    },
     heard: () => heard,
   }
 }
@@ -321,7 +324,7 @@ export const o3: Scenario = {
     withTracing(async (tracing) => {
       const { warmup, total, inFlight } = context.plan.throughput
       const pool = s3Pool(inFlight)
-      const before = { spans: tracing.exported(), messages: tracing.heard() }
+      const before = { spans: await tracing.exported(), messages: tracing.heard() }
       const measured = await alternate(context, instrumentation(pool, tracing), abRounds(context.plan), saturated(warmup, inFlight), saturated(total, inFlight))
       return [
         row({
@@ -333,7 +336,7 @@ export const o3: Scenario = {
           setup: { warmup, total, inFlight, rounds: abRounds(context.plan), pool },
           labels: INSTRUMENT_LABELS,
           measured,
-          extra: { spansExported: tracing.exported() - before.spans, messagesHeard: tracing.heard() - before.messages },
+          extra: { spansExported: (await tracing.exported()) - before.spans, messagesHeard: tracing.heard() - before.messages },
         }),
       ]
     }),
@@ -347,7 +350,7 @@ export const o9: Scenario = {
     withTracing(async (tracing) => {
       const { children, threads, chunks, intervalMs } = context.plan.stream
       const pool = { minThreads: threads, maxThreads: threads, childrenPerWorker: Math.ceil(children / threads) }
-      const before = { spans: tracing.exported(), messages: tracing.heard() }
+      const before = { spans: await tracing.exported(), messages: tracing.heard() }
       const batch = fanIn(children, { chunks, intervalMs })
       const measured = await alternate(context, instrumentation(pool, tracing), abRounds(context.plan), batch, batch)
       return [
@@ -362,7 +365,7 @@ export const o9: Scenario = {
           measured,
           goal: { text: 'wall traced <= 1.10 × untraced', comparison: '<=', threshold: 1.1 },
           cpuGoal: { text: 'CPU/chunk traced <= 1.10 × untraced', threshold: 1.1 },
-          extra: { spansExported: tracing.exported() - before.spans, messagesHeard: tracing.heard() - before.messages },
+          extra: { spansExported: (await tracing.exported()) - before.spans, messagesHeard: tracing.heard() - before.messages },
         }),
       ]
     }),
