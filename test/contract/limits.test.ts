@@ -365,6 +365,25 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
       await resumed.dispose()
     })
 
+    it("a child's step that spends its parent's budget is recorded before the parent is stopped: the store holds it, and the resumed parent makes no request", async () => {
+      const script = [callStep('d1', 10, 'subagent', { description: 'spends', prompt: 'spend' }), textStep('child done', 90), textStep('never'), textStep('never either')]
+      const store = createMemoryStore()
+      const fixture = setup(transport, script, { store })
+      fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn', enableRunInBackground: false }))
+      const top = fixture.host.createAgent({ options: { provider: 'scripted' }, limits: { maxTotalTokens: 100 } })
+      // 10 of its own, 90 of its child's last step: the child completes, as inline stops at its record; the parent is stopped.
+      expect(await top.run('delegate')).toMatchObject({ stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+      const [child] = (await store.list({ parentSession: top.id })).sessions
+      const { events } = (await store.read(child!.id))!
+      expect(events.flatMap((event) => (event.type === 'assistant/message' ? [event.data.usage] : []))).toEqual([{ inputTokens: 45, outputTokens: 45 }])
+      expect(lastTurnEnd(events)).toEqual({ kind: 'completed' })
+      await top.dispose()
+      const resumed = await fixture.host.resumeAgent(top.id)
+      expect(await resumed.run('more')).toEqual({ output: [], stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (100 tokens)' })
+      expect(fixture.model.requests).toHaveLength(2)
+      await resumed.dispose()
+    })
+
     it('a resumed child keeps what its budget had left, its descendants’ spending included (ndjson store)', async () => {
       dir = await mkdtemp(join(tmpdir(), 'sw-limits-'))
       const store = createNdjsonStore(dir)

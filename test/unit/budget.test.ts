@@ -61,15 +61,37 @@ describe('the host budget', () => {
     await drain(metered)
     await drain(metered)
     const spent = { kind: 'limit', limit: 'maxTotalTokens', value: 100 }
-    expect(root.stops).toEqual([spent])
-    // Its own step spent it: it is stopped as its runner records that step (inline stops there too),
-    // so a step that ends its turn completes it; and no request is admitted meanwhile.
-    expect(child.stops).toEqual([])
+    // Its own step spent it: it is stopped as its runner records that step (inline stops there
+    // too), so a step that ends its turn completes it, and so is the rest of the subtree (its
+    // parent), whose stop would cancel it before that record. No request is admitted meanwhile.
+    expect([root.stops, child.stops]).toEqual([[], []])
     await expect(drain(metered)).rejects.toThrow('limits.maxTotalTokens (100)')
-    expect(child.stops).toEqual([spent])
+    // Refused instead: nothing waits for that record any more.
+    expect([root.stops, child.stops]).toEqual([[spent], [spent]])
     child.budget.observe({ seq: 9, type: 'assistant/message', data: { content: [], usage: { inputTokens: 30, outputTokens: 10 } } })
     expect(child.stops).toEqual([spent])
     expect(Budget.inherit(root.budget)).toEqual({ limits: {}, spent })
+  })
+
+  it("a host-served step that spends an ancestor's budget stops the ancestor as the child's runner records it, so the store keeps that step", async () => {
+    const spent = { kind: 'limit', limit: 'maxTotalTokens', value: 40 }
+    const root = budget({ maxTotalTokens: 40 })
+    const child = budget({}, root.budget)
+    await drain(meteredModel(model, child.budget))
+    expect([root.stops, child.stops]).toEqual([[], []])
+    expect(child.budget.refusal()).toEqual(spent)
+    child.budget.observe({ seq: 3, type: 'assistant/message', data: { content: [], usage: { inputTokens: 30, outputTokens: 10 } } })
+    expect([root.stops, child.stops]).toEqual([[spent], [spent]])
+  })
+
+  it('a deferred stop is not lost when the step is never recorded: the run that settles releases the rest of the subtree', async () => {
+    const spent = { kind: 'limit', limit: 'maxTotalTokens', value: 40 }
+    const root = budget({ maxTotalTokens: 40 })
+    const child = budget({}, root.budget)
+    await drain(meteredModel(model, child.budget))
+    // Its step failed, unrecorded, and its run settled.
+    child.budget.settle()
+    expect([root.stops, child.stops]).toEqual([[spent], []])
   })
 
   it('a host-served step that spends the budget stops its child when the runner records it, not before', async () => {

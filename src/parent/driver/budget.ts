@@ -79,9 +79,12 @@ export class Budget {
    * A limit its own host-served step spent, before its runner recorded that step: it is stopped
    * when the record comes, as inline stops it at the record, so a step that ends the turn
    * completes it on every transport (a cancel sent with the step's last chunk would overtake it).
-   * Until then it is refused any further request.
+   * Until then it is refused any further request. The rest of the subtree marked with it (its
+   * parent, when an ancestor's budget was spent) is stopped then too, not before: a parent
+   * stopped first would cancel this agent before its step is recorded, and the store would miss
+   * tokens a resumed ancestor must still count.
    */
-  #stopAtRecord: { reason: LimitReason; spentAt: Budget } | undefined
+  #stopAtRecord: Deferred | undefined
   /** How often the agent moved (CONTRACT.md §8): a request served before a move is made again, so its meter no longer counts. */
   #moves = 0
 
@@ -130,7 +133,7 @@ export class Budget {
     // what it spent in tokens does not (CONTRACT.md §13).
     clearTimeout(this.#timer)
     this.#servedSteps = 0
-    this.#stopAtRecord = undefined
+    this.#stopDeferred(false)
     this.#owner = owner
     const { timeoutMs } = this.limits
     if (timeoutMs === undefined) return
@@ -153,7 +156,8 @@ export class Budget {
   settle(): void {
     clearTimeout(this.#timer)
     this.#timer = undefined
-    this.#stopAtRecord = undefined
+    // Its run ended without recording the step: the rest of the subtree waits for nothing more.
+    this.#stopDeferred(false)
     this.#owner = undefined
   }
 
@@ -190,9 +194,16 @@ export class Budget {
       this.#record(usage)
       this.#spend(() => void (this.#reported = add(this.#reported, usage)))
     }
-    const recorded = this.#stopAtRecord
+    this.#stopDeferred(true)
+  }
+
+  /** Stops what a spent budget deferred to this agent's record: the rest of its subtree, and `self` too. */
+  #stopDeferred(self: boolean): void {
+    const deferred = this.#stopAtRecord
+    if (!deferred) return
     this.#stopAtRecord = undefined
-    if (recorded) this.#owner?.stop(recorded.reason)
+    if (self) this.#owner?.stop(deferred.reason)
+    for (const node of deferred.others) node.#owner?.stop(deferred.reason)
   }
 
   /**
@@ -206,14 +217,16 @@ export class Budget {
     this.#moves++
     this.#servedSteps = this.#reportedSteps
     const deferred = this.#stopAtRecord
-    this.#stopAtRecord = undefined
     // Only a count the served usage raised changes: a child no model reported usage for still has none (§12).
     if (tokens(this.#served) > tokens(this.#reported)) this.#spend(() => void (this.#served = this.#reported))
     else this.#served = this.#reported
     if (!deferred) return
     const { maxTotalTokens } = this.limits
-    if (deferred.spentAt === this && maxTotalTokens !== undefined && this.#total() < maxTotalTokens) this.#lift('life')
-    else this.#owner?.stop(deferred.reason)
+    if (deferred.spentAt === this && maxTotalTokens !== undefined && this.#total() < maxTotalTokens) {
+      // Its own budget, spent by the dropped step alone: unspent, and nothing of its subtree is stopped.
+      this.#stopAtRecord = undefined
+      this.#lift('life')
+    } else this.#stopDeferred(true)
   }
 
   /** This node's own limit that lasts so long is no longer spent: its mark is lifted from its subtree, where #exhaust put it. */
@@ -245,7 +258,7 @@ export class Budget {
     const { maxSteps } = this.limits
     if (!refused && maxSteps !== undefined && this.#servedSteps >= maxSteps) refused = limitReason('maxSteps', maxSteps)
     if (refused) {
-      this.#stopAtRecord = undefined
+      this.#stopDeferred(false)
       this.#owner?.stop(refused)
       return refused
     }
@@ -337,11 +350,21 @@ export class Budget {
       for (const child of node.#children) visit(child)
     }
     visit(this)
-    for (const node of stopping) {
-      if (node === recording) node.#stopAtRecord = { reason, spentAt: this }
-      else node.#owner?.stop(reason)
+    if (recording && stopping.includes(recording)) {
+      recording.#stopAtRecord = { reason, spentAt: this, others: stopping.filter((node) => node !== recording) }
+      return
     }
+    for (const node of stopping) node.#owner?.stop(reason)
   }
+}
+
+/** A stop deferred to an agent's record of the step that spent the budget (see `Budget.#stopAtRecord`). */
+interface Deferred {
+  reason: LimitReason
+  /** The node whose budget was spent. */
+  spentAt: Budget
+  /** The rest of the subtree it marked. */
+  others: Budget[]
 }
 
 /** Usage as counted: a negative or non-finite count (a runner's or a model's) counts as none. */
