@@ -10,7 +10,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createSubagentTool, defineTool, textResponse, toolCallResponse, toolCallsResponse } from 'subagent-worker'
+import { createSubagentTool, defineTool, textOf, textResponse, toolCallResponse, toolCallsResponse } from 'subagent-worker'
 import { instrument } from 'subagent-worker/otel'
 import { closeHosts, setup, signal, TRANSPORTS, type TransportName } from '../support/harness.js'
 
@@ -153,6 +153,36 @@ describe.each(TRANSPORTS)('%s transport: a child of a child started directly wit
     const [x] = byName(spans, 'X')
     expect(parentOf(byName(spans, 'invoke_agent inner')[0]!)).toBe(x!.spanContext().spanId)
     expect(byName(spans, 'invoke_agent inner')[0]!.attributes).toMatchObject({ 'subagent_worker.depth': 2 })
+  })
+})
+
+// A host tool may start a child itself: that child belongs to the call, as a subagent call's does.
+describe.each(TRANSPORTS)('%s transport: a child a host tool starts itself', (transport) => {
+  it("is under that call's execute_tool span, whatever context the host serves the call in", async () => {
+    const { exporter, tracer } = tracing()
+    const fx = setup(transport, [toolCallResponse('s1', 'spawner', {}), textResponse('inner answer'), textResponse('top answer')])
+    const { host } = fx
+    host.tools.register(
+      defineTool({
+        name: 'spawner',
+        description: 'Starts a child itself.',
+        parameters: { type: 'object' },
+        execute: async (_args, exec) => textOf((await host.spawn.run({ prompt: 'answer', parent: exec.agent, signal: exec.signal, label: 'inner' })).output),
+      }),
+    )
+    // Started inside an unrelated span: a runner opened for it serves its calls in that context.
+    await tracer.startActiveSpan('unrelated', async (span) => {
+      try {
+        expect((await host.spawn.run({ prompt: 'go', parent: fx.parent, signal: signal(), label: 'top' })).stopReason).toBe('completed')
+      } finally {
+        span.end()
+      }
+    })
+    const spans = exporter.getFinishedSpans()
+    const [call] = byName(spans, 'execute_tool spawner')
+    const [inner] = byName(spans, 'invoke_agent inner')
+    expect(parentOf(inner!)).toBe(call!.spanContext().spanId)
+    expect(inner!.spanContext().traceId).toBe(call!.spanContext().traceId)
   })
 })
 

@@ -10,6 +10,7 @@ import { messageOf } from '../../protocol/errors.js'
 import { isToolErrorCode } from '../../protocol/validators.js'
 import { argumentValidator, describeErrors } from './schema.js'
 import { ToolError, type ToolDefinition, type ToolExecution } from './tools.js'
+import { withDelegatingCall } from './delegating-call.js'
 
 /** A call that ran and was rendered, or the error the model reads instead. */
 export type ToolCallOutcome = { ok: true; content: ContentBlock[]; value: unknown } | { ok: false; error: ToolError }
@@ -85,7 +86,7 @@ export async function runToolCall(tool: ToolDefinition, args: unknown, exec: Too
 /** Executes an admitted call; its value must be bounded, since it is recorded or crosses a boundary. */
 export async function executeTool<Args>(tool: ToolDefinition<Args>, args: unknown, exec: ToolExecution): Promise<Executed> {
   try {
-    const value = await tool.execute(args as Args, exec)
+    const value = await withDelegatingCall({ parentId: exec.agent.id, callId: exec.callId }, () => tool.execute(args as Args, exec))
     return withinDepth(value) ? { ok: true, value } : { ok: false, error: valueTooDeep(tool.name) }
   } catch (thrown) {
     // A ToolError's text is the model's to read as it is; a code it may not carry is a plain failure's.

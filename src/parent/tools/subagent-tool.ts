@@ -12,7 +12,6 @@ import { textOf, type ContentBlock } from '../../protocol/shapes/content.js'
 import { messageOf, subagentError } from '../../protocol/errors.js'
 import type { ChildMode } from '../../protocol/shapes/session.js'
 import { checkLimits, type ChildLimits } from '../driver/limits.js'
-import { withDelegatingCall } from '../driver/delegating-call.js'
 import { checkAgentOptions, isNonNegativeSafeInteger } from '../options.js'
 import type { Host } from '../host/host.js'
 import { InvalidOptionError } from '../options.js'
@@ -85,24 +84,23 @@ export function createSubagentTool(host: Pick<Host, 'spawn' | 'fork' | 'jobs'>, 
     ...(continuable !== undefined && background ? { guidance: TEXTS.continuableGuidance(settings.toolName) } : {}),
     async execute(args, exec) {
       if (args.run_in_background && !background) throw new ToolError('run_in_background is not enabled for this subagent tool')
-      const delegating = { parentId: exec.agent.id, callId: exec.callId }
       const request = (signal: AbortSignal): SubagentStartRequest => ({ ...settings.request, prompt: args.prompt, parent: exec.agent, signal, label: args.description })
       // A continuable instance runs in the background unless asked not to; a one-shot one only when asked.
       if (args.run_in_background ?? (continuable !== undefined && background)) {
         // The child outlives this tool call: only its start follows the call's signal.
         return startPhase(exec.signal, async (signal) => {
           if (continuable) {
-            const run = await withDelegatingCall(delegating, () => startContinuable(continuable, request(signal)))
+            const run = await startContinuable(continuable, request(signal))
             return { kind: 'continuable', subagentId: run.id } satisfies ContinuableValue
           }
           const stop = new AbortController()
           signal.addEventListener('abort', () => stop.abort(signal.reason), { once: true })
-          const run = await withDelegatingCall(delegating, () => start(provider, request(stop.signal)))
+          const run = await start(provider, request(stop.signal))
           const job = host.jobs.register(exec.agent.id, args.description, run, stop)
           return { kind: 'background', jobId: job.id } satisfies BackgroundValue
         })
       }
-      const run = await withDelegatingCall(delegating, () => start(provider, request(exec.signal)))
+      const run = await start(provider, request(exec.signal))
       const [result] = await Promise.allSettled([run.result])
       const [disposal] = await Promise.allSettled([run.dispose()])
       const failures: string[] = []
