@@ -42,9 +42,9 @@ export function readTurns(events: readonly SessionEvent[], from: number): TurnsR
   return { output, end, usage }
 }
 
-/** Two usages summed; an absent one adds nothing. */
+/** Two usages summed, as a new object (a record's own is never handed out); an absent one adds nothing. */
 export function addUsage(a: Usage | undefined, b: Usage): Usage {
-  return a ? { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens } : b
+  return { inputTokens: (a?.inputTokens ?? 0) + b.inputTokens, outputTokens: (a?.outputTokens ?? 0) + b.outputTokens }
 }
 
 export function stopReasonOf(end: TurnEndReason | undefined): StopReason {

@@ -250,11 +250,13 @@ describe.each(TRANSPORTS)('continuable children [%s]', (transport) => {
   })
 
   it('limits: tokens its step streamed before its deadline stopped the activation stay spent: the next activation is refused', async () => {
-    // The step reaches the life's budget and then waits: the activation's deadline stops it.
+    // The step reaches the life's budget and then waits: the activation's deadline stops it. The
+    // deadline is the scenario, not a wait: long enough that a loaded machine makes the request
+    // before it (as the 3 s of the parent's deadline below).
     const { host, parent, model } = setup(transport, [{ hangAfter: [{ type: 'usage', inputTokens: 60, outputTokens: 40 }] }, textResponse('never')])
-    const run = await host.spawn.startContinuable({ prompt: 'a', parent, agentOptions: { provider: 'scripted' }, limits: { timeoutMs: 1500, maxTotalTokens: 100 } })
+    const run = await host.spawn.startContinuable({ prompt: 'a', parent, agentOptions: { provider: 'scripted' }, limits: { timeoutMs: 3000, maxTotalTokens: 100 } })
     const [late] = await settlementsOf(run, 1)
-    expect(late).toMatchObject({ activation: 1, stopReason: 'aborted', diagnostic: 'the child exceeded limits.timeoutMs (1500 ms)' })
+    expect(late).toMatchObject({ activation: 1, stopReason: 'aborted', diagnostic: 'the child exceeded limits.timeoutMs (3000 ms)' })
     run.send('b')
     const [, second] = await settlementsOf(run, 2)
     // The deadline was the activation's; the tokens are the life's.

@@ -100,6 +100,17 @@ describe.each(TRANSPORTS)('§12 totalUsage [%s]', (transport) => {
     expect(result).toMatchObject({ stopReason: 'error', usage: { inputTokens: 1, outputTokens: 2 }, totalUsage: { inputTokens: 1, outputTokens: 2 } })
   })
 
+  it("a fraction of a token is summed as reported, in totalUsage as in usage; neither is the recorded step's own object", async () => {
+    const fixture = setup(transport, [textStep('a fraction', usage(2.5, 0.25))])
+    const run = await fixture.host.spawn.start({ prompt: 'fractions', parent: fixture.parent })
+    const result = await run.result
+    expect(result).toMatchObject({ usage: { inputTokens: 2.5, outputTokens: 0.25 }, totalUsage: { inputTokens: 2.5, outputTokens: 0.25 } })
+    const message = fixture.host.agents.get(run.id)!.session.events.find((event) => event.type === 'assistant/message')!
+    expect(message.type === 'assistant/message' && message.data.usage).toEqual({ inputTokens: 2.5, outputTokens: 0.25 })
+    expect(result.usage).not.toBe(message.type === 'assistant/message' ? message.data.usage : undefined)
+    await run.dispose()
+  })
+
   it('a malformed usage chunk counts for nothing: the step fails, and the tree reports no usage', async () => {
     const fixture = setup(transport, [[{ type: 'text-delta', text: 'hi' }, usage(-5, 8), { type: 'finish', reason: 'stop' }]])
     const result = await fixture.host.spawn.run({ prompt: 'bad usage', parent: fixture.parent })

@@ -189,10 +189,11 @@ export class Budget {
     const { maxSteps } = this.limits
     // The runner made a request beyond its bound (its own loop stops before it): stop it.
     if (maxSteps !== undefined && this.#reportedSteps > maxSteps) this.#owner?.stop(limitReason('maxSteps', maxSteps))
-    const usage = counted(event.data.usage)
+    const { usage } = event.data
     if (usage) {
       this.#record(usage)
-      this.#spend(() => void (this.#reported = add(this.#reported, usage)))
+      const spent = counted(usage)!
+      this.#spend(() => void (this.#reported = add(this.#reported, spent)))
     }
     this.#stopDeferred(true)
   }
@@ -297,7 +298,9 @@ export class Budget {
     return this.#recordedAny ? add(this.#recorded, this.#recordedBelow) : undefined
   }
 
-  #record(usage: Usage): void {
+  /** A recorded step's usage as its session holds it (so `totalUsage` sums what `usage` does), but a count no model reports (negative, not finite) as none. */
+  #record(recorded: Usage): void {
+    const usage = { inputTokens: reportable(recorded.inputTokens), outputTokens: reportable(recorded.outputTokens) }
     this.#recorded = add(this.#recorded, usage)
     this.#recordedAny = true
     for (let node = this.parent; node; node = node.parent) {
@@ -367,10 +370,12 @@ interface Deferred {
   others: Budget[]
 }
 
-/** Usage as counted: a negative or non-finite count (a runner's or a model's) counts as none. */
+const reportable = (n: number): number => (Number.isFinite(n) && n > 0 ? n : 0)
+
+/** Usage as counted: a negative or non-finite count (a runner's or a model's) counts as none, and a fraction as a whole token. */
 function counted(usage: Usage | undefined): Usage | undefined {
   if (!usage) return undefined
-  const count = (n: number) => (Number.isFinite(n) && n > 0 ? Math.ceil(n) : 0)
+  const count = (n: number) => Math.ceil(reportable(n))
   return { inputTokens: count(usage.inputTokens), outputTokens: count(usage.outputTokens) }
 }
 

@@ -130,8 +130,8 @@ export class DelegationRun implements SubagentRun {
   }
 
   /**
-   * The result (a fresh object) given the tree's usage as the host metered it (its budget node): a descendant's
-   * counts because the host mirrored or served it, never because the child's runner claims it.
+   * The result (a fresh object) given the tree's usage (its budget node): what each session in the
+   * tree recorded, as the host mirrored it, never what the child's runner claims of its descendants.
    */
   #withTotal(result: SubagentResult): SubagentResult {
     const totalUsage = this.#init.budget.totalUsage()
