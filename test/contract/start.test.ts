@@ -8,6 +8,10 @@ import {
   toolCallResponse,
   type SessionStore,
 } from 'subagent-worker'
+import { existsSync, watch } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { closeHosts, eventsOf, setup as setupHost, signal, TRANSPORTS, types } from '../support/harness.js'
 import {
@@ -28,6 +32,7 @@ import {
 afterEach(closeHosts)
 
 const MODULE_TOOL = fileURLToPath(new URL('../fixtures/module-tool.mjs', import.meta.url))
+const NEVER_LOADS = fileURLToPath(new URL('../fixtures/never-loads-module.mjs', import.meta.url))
 const OBJECT_SCHEMA = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] }
 
 /**
@@ -42,6 +47,16 @@ function setup(transport: (typeof TRANSPORTS)[number], script: Parameters<typeof
 function withStore(transport: (typeof TRANSPORTS)[number], script: Parameters<typeof setup>[1] = []) {
   const store: SessionStore = createMemoryStore()
   return { ...setup(transport, script, { store }), store }
+}
+
+/** Resolves once `file` exists (written by a runner). */
+function fileAppears(file: string): Promise<void> {
+  return new Promise((resolve) => {
+    const watcher = watch(dirname(file), (_event, name) => {
+      if (name === basename(file) || existsSync(file)) (watcher.close(), resolve())
+    })
+    if (existsSync(file)) (watcher.close(), resolve())
+  })
 }
 
 function noop() {
@@ -125,6 +140,29 @@ describe.each(TRANSPORTS)('§1 start: pre-publication abort [%s]', (transport) =
     await expectNothingPublished(fx, { store: fx.store, agents: [fx.parent.id] })
     expect(lifecycle.starts).toEqual([])
     expect(lifecycle.ends).toEqual([])
+  })
+
+  // On a runner the transaction spans the round trip that builds the child there: an abort while
+  // the runner is still loading the module, the child placed on it and not built, lands inside it.
+  it.runIf(transport === 'worker' || transport === 'process')('§1.9 an abort while the runner builds the child rolls back and rejects with the pre-publication message', async ({ onTestFinished }) => {
+    const dir = await mkdtemp(join(tmpdir(), 'sw-building-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const mark = join(dir, 'loading')
+    const store = createMemoryStore()
+    const fx = setup(transport, [textResponse('never')], {
+      store,
+      agentModule: NEVER_LOADS,
+      pool: { env: { SUBAGENT_NEVER_LOAD: '1', SUBAGENT_LOAD_MARK: mark } },
+      ...(transport === 'process' ? { sandbox: { fsWrite: [dir] } } : {}),
+    })
+    const lifecycle = recordLifecycle(fx.host)
+    const controller = new AbortController()
+    const starting = fx.host.spawn.start({ prompt: 'hi', parent: fx.parent, signal: controller.signal })
+    await fileAppears(mark)
+    controller.abort()
+    expect((await rejectionOf(starting)).message).toBe(PRE_PUBLICATION)
+    await expectNothingPublished(fx, { store, agents: [fx.parent.id] })
+    expect(lifecycle.starts).toEqual([])
   })
 
   // Inline's whole transaction is microtasks, so a sweep reaches every moment of it, up to publication and past it.
