@@ -200,6 +200,24 @@ describe.each(TRANSPORTS)('continuable children [%s]', (transport) => {
     await run.dispose() // idempotent
   })
 
+  it.each([
+    ['a plain abort()', undefined, { kind: 'parent' }],
+    ["the caller's own reason", { kind: 'mine', note: 'kept' }, { kind: 'mine', note: 'kept' }],
+  ])("the request's signal, aborted with %s, disposes the child: its running activation is cancelled with the reason a one-shot child's would be (§7)", async (_name, given, recorded) => {
+    const { host, parent, model } = setup(transport, ['hang'])
+    const turnEnds: unknown[] = []
+    host.on('subagent/event', ({ event }) => void (event.type === 'turn/end' && turnEnds.push(event.data.reason)))
+    const controller = new AbortController()
+    const run = await host.spawn.startContinuable({ prompt: 'a', parent, agentOptions: { provider: 'scripted' }, signal: controller.signal })
+    await model.requested(1)
+    controller.abort(given)
+    const [settled] = await settlementsOf(run, 1)
+    expect(settled).toMatchObject({ activation: 1, stopReason: 'aborted' })
+    expect(turnEnds).toEqual([{ kind: 'aborted', reason: recorded }])
+    expect(model.requests[0]!.signal.reason).toEqual(recorded)
+    expect(() => run.send('b')).toThrow(expect.objectContaining({ code: 'ERR_SUBAGENT_DISPOSED' }))
+  })
+
   it('an outputSchema is refused: each activation ends in text', async () => {
     const { host, parent } = setup(transport)
     const request = { prompt: 'x', parent, outputSchema: { type: 'object', properties: {} } } as unknown as Parameters<typeof host.spawn.startContinuable>[0]

@@ -14,6 +14,16 @@ export interface Cancel {
   reason: unknown
 }
 
+/**
+ * The reason a request's aborted signal cancels its child with (CONTRACT.md §2, §7): the caller's
+ * own, unchanged, when it gave one; `{ kind: 'parent' }` for a plain `abort()` (whose reason is
+ * the default AbortError).
+ */
+export function cancelReason(signal: AbortSignal): unknown {
+  const { reason } = signal
+  return reason instanceof DOMException && reason.name === 'AbortError' ? { kind: 'parent' } : reason
+}
+
 export function closeTurn(
   events: readonly SessionEvent[],
   from: number,

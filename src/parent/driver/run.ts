@@ -10,7 +10,7 @@ import type { Budget } from './budget.js'
 import type { ChildOutcomeInfo } from './watch/diagnostics.js'
 import type { Lifecycle, SubagentEndEvent, SubagentStartEvent } from './lifecycle.js'
 import { extractResult } from './result.js'
-import { closeTurn, type Cancel } from './close-turn.js'
+import { cancelReason, closeTurn, type Cancel } from './close-turn.js'
 import type { EventsOptions } from './watch/feed.js'
 import type { SessionWriter } from './stores/store.js'
 import type { ChildHandle } from '../transport.js'
@@ -206,13 +206,4 @@ export class DelegationRun implements SubagentRun {
     }
     await this.#init.writer.close()
   }
-}
-
-/**
- * The reason a parent's abort cancels its child with: the caller's own, unchanged, when it gave
- * one; `{ kind: 'parent' }` for a plain `abort()` (whose reason is the default AbortError).
- */
-function cancelReason(signal: AbortSignal): unknown {
-  const { reason } = signal
-  return reason instanceof DOMException && reason.name === 'AbortError' ? { kind: 'parent' } : reason
 }

@@ -23,7 +23,7 @@ import type { SessionEvent, Usage } from '../../../protocol/shapes/session.js'
 import { take, type Notice } from '../../../protocol/shapes/notice.js'
 import { messageOf, subagentError } from '../../../protocol/errors.js'
 import type { Budget } from '../budget.js'
-import { closeTurn, type Cancel } from '../close-turn.js'
+import { cancelReason, closeTurn, type Cancel } from '../close-turn.js'
 import type { ChildOutcomeInfo } from '../watch/diagnostics.js'
 import type { Lifecycle, SubagentEndEvent, SubagentStartEvent } from '../lifecycle.js'
 import { extractResult } from '../result.js'
@@ -98,7 +98,8 @@ export class ContinuableChild implements ContinuableRun {
   /** Settlement notices for it as a parent that came while no activation ran: its next one takes them. */
   readonly #notices: Notice[] = []
   readonly #publishedAt = performance.now()
-  readonly #onAbort = () => void this.dispose()
+  /** The request's signal ends the child's life as dispose() does, its running activation cancelled with the caller's reason (CONTRACT.md §7). */
+  readonly #onAbort = () => void (this.#disposal ??= this.#dispose(cancelReason(this.#init.signal)))
 
   /** Call right after publication and `subagent/start`: the prompt is the inbox's first message. */
   constructor(init: ContinuableInit, hooks: ContinuableHooks) {
@@ -255,16 +256,16 @@ export class ContinuableChild implements ContinuableRun {
     this.#hooks.lifecycle.emit('subagent/settled', settlement)
   }
 
-  async #dispose(): Promise<void> {
+  async #dispose(reason: unknown = DISPOSED_REASON): Promise<void> {
     const phase = this.#phase
     this.#init.signal.removeEventListener('abort', this.#onAbort)
     this.#inbox.length = 0
     if (phase.kind === 'active') {
-      phase.activation.cancel ??= { reason: DISPOSED_REASON }
-      phase.handle.cancel(DISPOSED_REASON)
+      phase.activation.cancel ??= { reason }
+      phase.handle.cancel(reason)
     } else if (phase.kind === 'building') {
-      phase.activation.cancel ??= { reason: DISPOSED_REASON }
-      phase.abort.abort(DISPOSED_REASON)
+      phase.activation.cancel ??= { reason }
+      phase.abort.abort(reason)
     }
     await this.#pumping
     this.#phase = { kind: 'disposed' }
