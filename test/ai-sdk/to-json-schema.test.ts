@@ -6,6 +6,7 @@ import { jsonSchema, zodSchema } from 'ai'
 import { jsonSchema as jsonSchema5, zodSchema as zodSchema5 } from 'ai5'
 import { jsonSchema as jsonSchema7, zodSchema as zodSchema7 } from 'ai7'
 import { toJsonSchema, UnsupportedSchemaError } from 'subagent-worker'
+import { argumentValidator } from '../../dist/agent/tools/schema.js'
 
 const CITY = { type: 'object', properties: { city: { type: 'string' }, population: { type: 'integer', minimum: 0 } }, required: ['city'] }
 const ZOD_CITY = z.object({ city: z.string(), population: z.number().int().min(0).optional() })
@@ -48,10 +49,19 @@ describe('toJsonSchema', () => {
     expect(toJsonSchema(mini, { toJSONSchema: zm.toJSONSchema })).toMatchObject({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] })
   })
 
+  it("keeps a format as an annotation, for the model to read, and never checks it (zod 4's z.url(), z.email())", () => {
+    const schema = toJsonSchema(z.object({ site: z.url(), mail: z.email() }), { what: 'outputSchema' })
+    expect(schema).toMatchObject({ properties: { site: { type: 'string', format: 'uri' }, mail: { type: 'string', format: 'email' } } })
+    const validate = argumentValidator(schema)
+    expect(validate({ site: 'not a url', mail: 'a@example.com' })).toBe(true)
+    // What zod expresses as a pattern is checked as one.
+    expect(validate({ site: 'https://example.com', mail: 'not an email' })).toBe(false)
+  })
+
   it.each([
     ['a zod type JSON Schema cannot represent', z.object({ when: z.date() }), 'outputSchema could not be converted to JSON Schema: Date cannot be represented in JSON Schema'],
     ['a schema not rooted at an object', z.string(), 'outputSchema must be a JSON Schema object with "type": "object" at its root'],
-    ['a keyword outside the subset', z.object({ email: z.email() }), 'outputSchema at #/properties/email uses the unsupported keyword "format"'],
+    ['a keyword outside the subset', z.object({ scores: z.record(z.string(), z.number()) }), 'outputSchema at #/properties/scores uses the unsupported keyword "propertyNames"'],
     ['an AI SDK schema whose JSON Schema is a promise', jsonSchema(Promise.resolve(CITY as Parameters<typeof jsonSchema>[0])), 'outputSchema is an AI SDK schema whose JSON Schema is a promise: await it and pass the JSON Schema itself'],
     ['a Standard Schema that cannot convert itself', { '~standard': { vendor: 'other', version: 1, validate: (value: unknown) => ({ value }) } }, 'outputSchema is a Standard Schema of "other" without a JSON Schema converter: pass a JSON Schema instead'],
   ])('refuses %s with an UnsupportedSchemaError saying why', (_, schema, message) => {

@@ -352,5 +352,7 @@ describe('OpenAICompatibleModel options', () => {
     expect(make({ maxTokensField: 'max_output_tokens' })).toThrow(/maxTokensField/)
     expect(make({ maxConcurrency: 0 })).toThrow(/maxConcurrency/)
     expect(make({ body: [] })).toThrow(/body/)
+    // An unset variable read with `?? ''` is the usual way here: the message says what to do.
+    expect(make({ apiKey: '' })).toThrow('OpenAICompatibleModel apiKey must be a non-empty string when given: leave it out (undefined) to send no Authorization header')
   })
 })

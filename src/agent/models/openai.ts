@@ -179,7 +179,7 @@ function checkOptions(options: OpenAICompatibleOptions): OpenAICompatibleOptions
   if (typeof options !== 'object' || options === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel needs an options object with a baseUrl')
   const { baseUrl, apiKey, headers, body, maxTokensField } = options
   if (typeof baseUrl !== 'string' || !/^https?:\/\//.test(baseUrl)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel needs a baseUrl starting with http:// or https://')
-  if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel apiKey must be a non-empty string when given')
+  if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel apiKey must be a non-empty string when given: leave it out (undefined) to send no Authorization header')
   if (headers !== undefined && !isRecord(headers)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel headers must be an object of header names to strings')
   if (body !== undefined && !isRecord(body)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel body must be an object of request fields')
   if (maxTokensField !== undefined && maxTokensField !== 'max_tokens' && maxTokensField !== 'max_completion_tokens') {

@@ -16,7 +16,9 @@ export class UnsupportedSchemaError extends SubagentTypeError<'ERR_SUBAGENT_SCHE
 }
 
 const TYPES = new Set(['object', 'array', 'string', 'number', 'integer', 'boolean', 'null'])
-const ANNOTATIONS = new Set(['description', 'title', 'default', 'examples', '$comment'])
+// `format` is an annotation, as JSON Schema 2020-12 has it by default: kept for the model to read,
+// never checked (zod 4's z.email(), z.url(), an MCP server's tools carry it).
+const ANNOTATIONS = new Set(['description', 'title', 'default', 'examples', '$comment', 'format'])
 const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'] as const
 const COUNT_KEYWORDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties'] as const
 const OTHER_KEYWORDS = new Set(['type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'pattern', 'uniqueItems', 'anyOf', ...NUMBER_KEYWORDS, ...COUNT_KEYWORDS])
@@ -59,7 +61,7 @@ function checkNode(node: unknown, what: string, at: string, subschemas: { count:
   if (typeof node === 'boolean') return
   if (!isPlainObject(node)) throw new UnsupportedSchemaError(`${what} at ${at} must be a schema object`)
   const fail = (why: string): never => {
-    throw new UnsupportedSchemaError(`${what} at ${at} ${why}; the supported subset is type, properties, required, additionalProperties, items, enum, const, anyOf, pattern, numeric and length bounds, and annotations`)
+    throw new UnsupportedSchemaError(`${what} at ${at} ${why}; the supported subset is type, properties, required, additionalProperties, items, enum, const, anyOf, pattern, numeric and length bounds, and annotations (a format too, not checked)`)
   }
   for (const [key, value] of Object.entries(node)) {
     if (ANNOTATIONS.has(key) || (root && key === '$schema')) continue
@@ -149,7 +151,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 // validateSchema is off: checkNode above checks the subset against the meta-schema's rules
 // itself, since Ajv's check is quadratic in an enum's length (its uniqueItems): 250 ms for
 // 10,000 entries. Long enums and required lists compile to a loop instead of one test each.
-const ajv = new Ajv({ allErrors: false, strict: false, validateSchema: false, loopEnum: 32, loopRequired: 32 })
+const ajv = new Ajv({ allErrors: false, strict: false, validateSchema: false, validateFormats: false, loopEnum: 32, loopRequired: 32 })
 const byObject = new WeakMap<object, ValidateFunction>()
 /** Schemas cloned across threads are new objects each time, so equal text shares one validator. */
 const byText = new Map<string, ValidateFunction>()
