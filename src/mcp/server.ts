@@ -86,7 +86,8 @@ export function mcpServer(host: McpHost, config: McpServerConfig): Server {
     const served = tools.get(request.params.name)
     if (!served) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name}": the tools are ${[...tools.keys()].join(', ')}`)
     const args = request.params.arguments ?? {}
-    if (!served.check(args)) throw new McpError(ErrorCode.InvalidParams, `invalid arguments for "${served.definition.name}": ${argumentErrorsText(served.check)}`)
+    // A tool execution error, not a protocol one (MCP spec 2025-11-25, SEP-1303): the calling model reads it and can correct its call.
+    if (!served.check(args)) return { content: [{ type: 'text', text: `invalid arguments for "${served.definition.name}": ${argumentErrorsText(served.check)}` }], isError: true }
     const exec: ToolExecution = { agent: parent.get(), callId: String(extra.requestId), signal: extra.signal, concludeTurn: () => {} }
     return served.call(args, exec, extra)
   })

@@ -142,9 +142,12 @@ describe('mcpServer', () => {
     expect(reports.at(-1)!.message).toBe('turn/end')
   })
 
-  it('an argument that does not fit the schema is an MCP error naming it', async () => {
+  it('an argument that does not fit the schema is a tool error naming it, for the model to correct (SEP-1303); an unknown tool an MCP error', async () => {
     const { client } = await serve()
-    await expect(client.callTool({ name: 'subagent', arguments: { description: 'no prompt' } })).rejects.toThrow(/invalid arguments for "subagent": .*prompt/)
+    expect(await client.callTool({ name: 'subagent', arguments: { description: 'no prompt' } })).toEqual({
+      content: [{ type: 'text', text: expect.stringMatching(/^invalid arguments for "subagent": .*prompt/) }],
+      isError: true,
+    })
     await expect(client.callTool({ name: 'nope', arguments: {} })).rejects.toThrow(/unknown tool "nope": the tools are subagent, job_output, job_kill, job_list/)
   })
 

@@ -35,9 +35,12 @@ it('delegates on worker threads with the scripted demo model', async () => {
   expect(result.content).toEqual([{ type: 'text', text: 'scripted demo model (no --openai-base-url given): the task was "name three rivers"' }])
 })
 
-it('a bad argument is an MCP error that names it', async () => {
+it('a bad argument is a tool error that names it', async () => {
   const client = await cli()
-  await expect(client.callTool({ name: 'subagent', arguments: { description: 'x', prompt: 42 } })).rejects.toThrow(/invalid arguments for "subagent": arguments\/prompt must be string/)
+  expect(await client.callTool({ name: 'subagent', arguments: { description: 'x', prompt: 42 } })).toEqual({
+    content: [{ type: 'text', text: expect.stringMatching(/^invalid arguments for "subagent": arguments\/prompt must be string/) }],
+    isError: true,
+  })
 })
 
 /** The SDK's client over a process this test spawned itself, so the test sees how it exits. */
