@@ -342,6 +342,24 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
   })
 })
 
+describe('OpenAICompatibleModel as a Model', () => {
+  it("a caller's abort mid-stream ends its stream with the caller's reason, never a quiet end", async () => {
+    const api = await server([(_, __, res) => sse(res, [text('partial answer')], false)])
+    const model = new OpenAICompatibleModel({ baseUrl: api.url })
+    const controller = new AbortController()
+    const reason = { kind: 'mine' }
+    const seen: unknown[] = []
+    const reading = (async () => {
+      for await (const chunk of model.stream({ model: 'gpt-test', messages: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }], signal: controller.signal })) {
+        seen.push(chunk)
+        controller.abort(reason)
+      }
+    })()
+    await expect(reading).rejects.toBe(reason)
+    expect(seen).toEqual([{ type: 'text-delta', text: 'partial answer' }])
+  })
+})
+
 describe('OpenAICompatibleModel options', () => {
   it('are checked up front, each error naming the option', () => {
     const make = (options: object) => () => new OpenAICompatibleModel({ baseUrl: 'http://127.0.0.1/v1', ...options } as OpenAICompatibleOptions)

@@ -87,6 +87,8 @@ export class RequestPolicy {
         started = true
         yield chunk
       }
+      // An attempt the caller's abort ended quietly (the HTTP client does) ends the stream with that abort, as a throw would.
+      if (signal.aborted) throw signal.reason
       if (silence.expired) return { failure: this.#silent(started), started }
       return 'done'
     } catch (error) {
