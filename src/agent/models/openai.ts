@@ -21,8 +21,11 @@ import { subagentError } from '../../protocol/errors.js'
 export interface OpenAICompatibleOptions extends RequestPolicyOptions {
   /** e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`. */
   baseUrl: string
-  /** Sent as a bearer token; without one no `Authorization` header is sent (the environment is never read). */
-  apiKey?: string
+  /**
+   * Sent as a bearer token; without one (left out, or `undefined`: `process.env.OPENAI_API_KEY`
+   * as it is) no `Authorization` header is sent (the environment is never read).
+   */
+  apiKey?: string | undefined
   headers?: Record<string, string>
   /** Merged into every request body: temperature, `tool_choice`, `response_format`, any field a compatible server takes. The request's own fields win. */
   body?: Record<string, unknown>

@@ -6,7 +6,7 @@ import { createHost, OpenAICompatibleModel } from 'subagent-worker'
 import { mcpServer, mcpTools } from 'subagent-worker/mcp'
 
 const host = createHost({ isolation: 'process' })
-host.models.register('openai', new OpenAICompatibleModel({ baseUrl: 'https://api.openai.com/v1', apiKey: process.env.OPENAI_API_KEY ?? '' }))
+host.models.register('openai', new OpenAICompatibleModel({ baseUrl: 'https://api.openai.com/v1', apiKey: process.env.OPENAI_API_KEY }))
 
 // An MCP server's tools for the children, as host tools.
 const github = new Client({ name: 'my-host', version: '1.0.0' })
