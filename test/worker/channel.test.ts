@@ -228,6 +228,48 @@ describe.each(POOLED)('%s transport', (isolation) => {
       await mate.dispose()
     })
 
+    it('a stray spin stops its runner answering: a mate waiting on a host tool there is moved, the tool runs once, and its result reaches the mate', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'stray-spin-tool-mate-'))
+      const marker = join(dir, 'spinning')
+      const go = join(dir, 'go')
+      const { host, parent } = workerHost([toolCallResponse('s', 'stray_spin', { marker, go }), textResponse('done')], {
+        pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 },
+        ...(isolation === 'process' ? { sandbox: { fsRead: [dir], fsWrite: [dir] } } : {}),
+      })
+      const held = gate()
+      const running = gate()
+      let runs = 0
+      host.tools.register(
+        defineTool({
+          name: 'host_wait',
+          description: 'Waits on the test.',
+          parameters: { type: 'object' },
+          execute: async () => {
+            runs++
+            running.open()
+            await held.promise
+            return "the tool's answer"
+          },
+        }),
+      )
+      host.models.register('caller', new ScriptedModel([toolCallResponse('h', 'host_wait', {}), textResponse('after the move')]))
+      const mate = await host.spawn.start({ prompt: 'wait', parent, signal: new AbortController().signal, agentOptions: { provider: 'caller' } })
+      await running.promise
+      const spinner = await host.spawn.run({ prompt: 'spin later', parent, signal: new AbortController().signal })
+      expect(spinner.stopReason).toBe('completed')
+      await fileAppears(marker, () => writeFileSync(go, 'go'))
+      await rm(dir, { recursive: true, force: true })
+      // Its runner spins for good, its host tool still runs: the mate is moved off it, then the tool answers.
+      const moved = await eventOf(mate, 'child/moved')
+      expect((moved.data as { reason: string }).reason).toMatch(/stopped answering for \d+ ms while none of its children was running module code/)
+      held.open()
+      expect(await mate.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'after the move' }] })
+      expect(runs).toBe(1)
+      const results = host.agents.get(mate.id)!.session.events.filter((e) => e.type === 'tool/result').map((e) => textOf((e.data as { content: Parameters<typeof textOf>[0] }).content))
+      expect(results).toEqual(["the tool's answer"])
+      await mate.dispose()
+    })
+
     it('a runner busy in a long CPU-bound tool is never judged dead: a child waiting to be built on it just waits', async () => {
       const { host, parent, model } = workerHost([], { abortGraceMs: 100, pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 } })
       host.models.register('burner', new ScriptedModel([toolCallResponse('b', 'burn', { ms: 2500 }), toolCallResponse('w', 'where', {}), textResponse('burned')]))

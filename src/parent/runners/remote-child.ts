@@ -144,12 +144,14 @@ export class RemoteChild implements ChildHandle, ChannelChild {
 
   /**
    * Whether module code of it may be running on its runner (so the runner's silence may be CPU
-   * work, not a stuck loop). Not while it waits on its host model: then its loop waits on the
-   * host, and nothing of the module runs for it (no tool, no hook, no module model), so a silent
-   * runner is stuck, and the child moves (CONTRACT.md §8).
+   * work, not a stuck loop). Not while it waits on the host alone, where a move would take it
+   * (CONTRACT.md §8): on its host model, or on host tools holding its step (every call it began
+   * is one, still running, and the rest wait on them). Then its loop waits on the host and
+   * nothing of the module runs for it, so a silent runner is stuck, and the child moves.
    */
   get busy(): boolean {
-    return this.#phase === 'running' && this.#grace === undefined && this.#ledger.models === 0
+    if (this.#phase !== 'running' || this.#grace !== undefined) return false
+    return this.#ledger.models === 0 && this.#movePoint('held') === undefined
   }
 
   /** How often it was rebuilt on another runner. */
