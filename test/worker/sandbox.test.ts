@@ -71,6 +71,7 @@ describe('process transport: deny by default', () => {
     ['start a process', 'spawn', () => ({}), /^tool "spawn" failed: ERR_ACCESS_DENIED: the sandbox does not grant ChildProcess.* \(sandbox\.childProcess\)$/],
     ['start a worker thread', 'thread', () => ({}), /^tool "thread" failed: ERR_ACCESS_DENIED: the sandbox does not grant WorkerThreads \(sandbox\.worker\)$/],
     ['load a native addon', 'addon', () => ({}), /^tool "addon" failed: ERR_DLOPEN_DISABLED: the sandbox does not grant loading native addons \(sandbox\.addons\)$/],
+    ['make a symbolic link (Node names no permission for it)', 'link', () => ({ path: join(dir, 'link') }), /^tool "link" failed: ERR_ACCESS_DENIED: the sandbox does not grant this operation \(.*symlink.*\) \(sandbox\.fsRead and sandbox\.fsWrite\)$/],
   ])('a child may not %s: the model gets a tool error naming the permission', async (_, tool, args, message) => {
     const result = await attempt('process', tool, args())
     expect(result).toMatchObject({ isError: true, code: 'FAILED' })

@@ -137,8 +137,9 @@ function thrownText(error: unknown): string {
   const { code, permission, resource } = (error ?? {}) as { code?: unknown; permission?: unknown; resource?: unknown }
   if (code === 'ERR_DLOPEN_DISABLED') return 'ERR_DLOPEN_DISABLED: the sandbox does not grant loading native addons (sandbox.addons)'
   if (code !== 'ERR_ACCESS_DENIED') return messageOf(error)
-  const what = typeof permission === 'string' ? permission : 'this operation'
+  // Some refusals name no permission (fs.symlink wants full read and write): Node's message says what is missing.
+  if (typeof permission !== 'string' || permission === '') return `ERR_ACCESS_DENIED: the sandbox does not grant this operation (${messageOf(error)}) (sandbox.fsRead and sandbox.fsWrite)`
   const where = typeof resource === 'string' && resource !== '' ? ` on ${resource}` : ''
-  const grant = typeof permission === 'string' && GRANTED_BY[permission] ? ` (${GRANTED_BY[permission]})` : ''
-  return `ERR_ACCESS_DENIED: the sandbox does not grant ${what}${where}${grant}`
+  const grant = GRANTED_BY[permission] ? ` (${GRANTED_BY[permission]})` : ''
+  return `ERR_ACCESS_DENIED: the sandbox does not grant ${permission}${where}${grant}`
 }
