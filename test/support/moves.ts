@@ -15,6 +15,7 @@ import {
   ScriptedModel,
   textResponse,
   toolCallResponse,
+  toolCallsResponse,
   type Agent,
   type Model,
   type Host,
@@ -261,6 +262,29 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       expect(results.map((event) => event.data)).toMatchObject([{ callId: 'h1', name: 'host_fetch', isError: false, content: [{ type: 'text', text: 'fetched value' }] }])
       // The second request saw the tool's result: the child went on with its step, not a new turn.
       expect(mateModel.requests).toHaveLength(2)
+      await Promise.all([mate.dispose(), crasher.dispose()])
+    })
+
+    it('a mate waiting on a host tool beside structured_output in one step moves (the runner answers that call without module code), and completes with its structured value', async () => {
+      const { host: h, parent } = await host([toolCallResponse('c1', 'exit', { code: 7 })])
+      const tool = heldTool(h)
+      const mateModel = new ScriptedModel([toolCallsResponse([{ id: 'h1', name: 'host_fetch', args: {} }, { id: 's1', name: 'structured_output', args: { n: 1 } }])])
+      h.models.register('mate', mateModel)
+      const outputSchema = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } as const
+      const mate = await h.spawn.start({ prompt: 'fetch and shape', parent, signal: signal(), outputSchema, agentOptions: { provider: 'mate' } })
+      await tool.calledOnce
+      const movedEvent = nextEvent(h, (event) => event.type === 'child/moved', mate.id)
+      const crasher = await h.spawn.start({ prompt: 'crash', parent, signal: signal() })
+      expect((await crasher.result).stopReason).toBe('error')
+      await movedEvent
+      tool.release('fetched value')
+      expect(await mate.result).toMatchObject({ stopReason: 'completed', structured: { n: 1 } })
+      expect(tool.runs).toBe(1)
+      // The step went on where it was: no request was made again.
+      expect(mateModel.requests).toHaveLength(1)
+      const events = h.agents.get(mate.id)!.session.events
+      expect(contiguous(events)).toBe(true)
+      expect(events.filter((event) => event.type === 'tool/result').map((event) => (event.data as { name: string }).name)).toEqual(['host_fetch', 'structured_output'])
       await Promise.all([mate.dispose(), crasher.dispose()])
     })
 

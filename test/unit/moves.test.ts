@@ -21,7 +21,16 @@ const result = (callId: string, name: string, isError = false): Raw => ({ type: 
 
 const noHooks: RunnerHooks = new Set()
 function where(raw: Raw[], ledger = new CallLedger(), overrides: { hooks?: RunnerHooks; hostModel?: boolean; maxParallel?: number; mobility?: Mobility } = {}) {
-  return movePoint({ events: session(raw), from: 0, ledger, hostModel: overrides.hostModel ?? true, hooks: 'hooks' in overrides ? overrides.hooks : noHooks, maxParallel: overrides.maxParallel ?? 8, mobility: overrides.mobility ?? 'heard' })
+  return movePoint({
+    events: session(raw),
+    from: 0,
+    ledger,
+    hostModel: overrides.hostModel ?? true,
+    hooks: 'hooks' in overrides ? overrides.hooks : noHooks,
+    maxParallel: overrides.maxParallel ?? 8,
+    mobility: overrides.mobility ?? 'heard',
+    runsNoModuleCode: (name) => name === 'structured_output',
+  })
 }
 /** A ledger with a host tool run for each id (done ones answered). */
 function ledgerWith(running: string[], done: string[] = []): CallLedger {
@@ -47,6 +56,17 @@ describe('where a child is when its runner goes', () => {
     expect(where(between, undefined, { hooks: undefined })).toBeUndefined()
     // No turn at all: it was never published (the host records the turn's start as it publishes).
     expect(where([])).toBeUndefined()
+  })
+
+  it('waiting on host tools beside calls the runner answers without module code (structured_output): it moves, unless an afterTool hook reads their results', () => {
+    for (const other of ['structured_output']) {
+      const step = [...start, message(call('a', 'host_tool'), call('o', other))]
+      expect(where(step, ledgerWith(['a']))).toEqual({ concluded: false })
+      expect(where(step, ledgerWith(['a']), { hooks: new Set(['afterTool']) })).toBeUndefined()
+      expect(where(step, ledgerWith(['a']), { hooks: undefined })).toBeUndefined()
+    }
+    // A module tool after them may have begun: it keeps the child.
+    expect(where([...start, message(call('a', 'host_tool'), call('o', 'structured_output'), call('m', 'module_tool'))], ledgerWith(['a']))).toBeUndefined()
   })
 
   it('waiting on host tools: it moves; a module tool of the step that may have begun keeps it', async () => {

@@ -38,6 +38,11 @@ export interface Whereabouts {
   hooks: RunnerHooks
   /** Tool calls of one step its loop runs at once. */
   maxParallel: number
+  /**
+   * Whether a call of this name, which the host never ran, runs no module code on the runner
+   * (the structured-output runtime's `structured_output`): made again on the new runner.
+   */
+  runsNoModuleCode(name: string): boolean
   mobility: Mobility
 }
 
@@ -75,7 +80,10 @@ export function movePoint(where: Whereabouts): MovePoint | undefined {
   if (calls.length === 0) return betweenSteps || (concluded && !held) ? { concluded } : undefined
 
   // Calls start in order: those that began are a prefix of the ones without a result, and each
-  // must be a host tool (in flight, or done with no afterTool hook to run on its result).
+  // must be a host tool (in flight, or done with no afterTool hook to run on its result), or a
+  // call the runner answers without module code (made again on the new runner), when no
+  // afterTool hook reads its result.
+  const noHook = hooks !== undefined && !hooks.has('afterTool')
   let began = 0
   let inFlight = 0
   // The k-th call of an id without a result is the k-th run of that id (a model may repeat an id in a step).
@@ -84,6 +92,10 @@ export function movePoint(where: Whereabouts): MovePoint | undefined {
     const k = seen.get(call.id) ?? 0
     seen.set(call.id, k + 1)
     const run = ledger.runsOf(call.id)[k]
+    if (!run && noHook && where.runsNoModuleCode(call.name)) {
+      began++
+      continue
+    }
     if (!run || run.name !== call.name) break
     if (run.done && (hooks === undefined || hooks.has('afterTool'))) return undefined
     if (!run.done) inFlight++

@@ -21,6 +21,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { asLimitReason } from '../../agent/limit-stop.js'
 import { argumentValidator } from '../../agent/tools/schema.js'
+import { STRUCTURED_OUTPUT_TOOL } from '../../agent/tools/structured.js'
 import type { ToolDefinition } from '../../agent/tools/tools.js'
 import type { ChildSpec, RemoteToolDescriptor } from '../../protocol/shapes/child.js'
 import type { ContentBlock } from '../../protocol/shapes/content.js'
@@ -366,6 +367,8 @@ export class RemoteChild implements ChildHandle, ChannelChild {
       hooks: this.#channel.hooks,
       maxParallel: this.#channel.config.maxParallelToolCalls ?? 1,
       mobility,
+      // The structured-output runtime's tool stages a value on the runner, and is called again there.
+      runsNoModuleCode: (name) => name === STRUCTURED_OUTPUT_TOOL && this.#spec.outputSchema !== undefined,
     })
   }
 
