@@ -152,6 +152,15 @@ class AnsweredWhileBusy implements Model {
   }
 }
 
+/** A sibling crashes the runner under `mate` (the fault module's `exit` tool); resolves with it once the mate moved. */
+async function crashBeside(h: Host, parent: Agent, mate: SubagentRun): Promise<SubagentRun> {
+  const movedEvent = nextEvent(h, (event) => event.type === 'child/moved', mate.id)
+  const crasher = await h.spawn.start({ prompt: 'crash', parent, signal: signal() })
+  expect((await crasher.result).stopReason).toBe('error')
+  await movedEvent
+  return crasher
+}
+
 /** `stopped`: what stopping a runner does to it, as its diagnostics say. */
 export function describeMoves(name: string, make: MakeHost, stopped: string): void {
   describe(`${name}: thread-mates survive`, () => {
@@ -248,10 +257,7 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       h.models.register('mate', mateModel)
       const mate = await h.spawn.start({ prompt: 'fetch', parent, signal: signal(), agentOptions: { provider: 'mate' } })
       await tool.calledOnce
-      const movedEvent = nextEvent(h, (event) => event.type === 'child/moved', mate.id)
-      const crasher = await h.spawn.start({ prompt: 'crash', parent, signal: signal() })
-      expect((await crasher.result).stopReason).toBe('error')
-      await movedEvent
+      const crasher = await crashBeside(h, parent, mate)
       tool.release('fetched value')
       const result = await mate.result
       expect(result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'used the fetched value' }] })
@@ -273,10 +279,7 @@ export function describeMoves(name: string, make: MakeHost, stopped: string): vo
       const outputSchema = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } as const
       const mate = await h.spawn.start({ prompt: 'fetch and shape', parent, signal: signal(), outputSchema, agentOptions: { provider: 'mate' } })
       await tool.calledOnce
-      const movedEvent = nextEvent(h, (event) => event.type === 'child/moved', mate.id)
-      const crasher = await h.spawn.start({ prompt: 'crash', parent, signal: signal() })
-      expect((await crasher.result).stopReason).toBe('error')
-      await movedEvent
+      const crasher = await crashBeside(h, parent, mate)
       tool.release('fetched value')
       expect(await mate.result).toMatchObject({ stopReason: 'completed', structured: { n: 1 } })
       expect(tool.runs).toBe(1)
