@@ -348,7 +348,8 @@ export class AgentRuntime implements Agent {
 
   /** Runs one step's calls; resolves true when a tool concluded the turn. */
   async #runTools(calls: ToolCallBlock[], signal: AbortSignal): Promise<boolean> {
-    await this.#admitCalls(signal)
+    // Only a governed runner's child asks: no extra turn of the loop for the rest.
+    if (this.#env.admitCalls) await this.#admitCalls(this.#env.admitCalls, signal)
     let concluded = false
     let closed = false
     const step: StepContext = { conclude: () => void (concluded = true) }
@@ -398,9 +399,8 @@ export class AgentRuntime implements Agent {
   }
 
   /** The environment's word on a step's calls (AgentEnvironment.admitCalls): a limit it names cancels the turn before any runs. */
-  async #admitCalls(signal: AbortSignal): Promise<void> {
-    const { admitCalls } = this.#env
-    if (!admitCalls || signal.aborted) return
+  async #admitCalls(admitCalls: NonNullable<AgentEnvironment['admitCalls']>, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return
     try {
       const limit = await admitCalls(signal)
       if (limit) this.cancel(limit)

@@ -12,6 +12,7 @@
  * its sessions recorded, so a failed or cancelled step's tokens are spent but not reported.
  */
 import { limitReason, type LimitReason } from '../../agent/limit-stop.js'
+import { addUsage } from '../../agent/outcome.js'
 import type { StreamMeter } from '../../agent/models/metered.js'
 import type { ChildLimits, SessionEvent, Usage } from '../../protocol/shapes/session.js'
 import type { StreamChunk } from '../../protocol/shapes/stream.js'
@@ -193,7 +194,7 @@ export class Budget {
     if (usage) {
       this.#record(usage)
       const spent = counted(usage)!
-      this.#spend(() => void (this.#reported = add(this.#reported, spent)))
+      this.#spend(() => void (this.#reported = addUsage(this.#reported, spent)))
     }
     this.#stopDeferred(true)
   }
@@ -275,7 +276,7 @@ export class Budget {
   /** A host-placed model's step usage, as the host streamed it; not once the agent moved since the request began (it is made again). */
   served(usage: Usage, moves: number): void {
     if (moves !== this.#moves) return
-    this.#spend(() => void (this.#served = add(this.#served, usage)), this)
+    this.#spend(() => void (this.#served = addUsage(this.#served, usage)), this)
   }
 
   /**
@@ -285,7 +286,7 @@ export class Budget {
    */
   unrecorded(usage: Usage): void {
     const spent = counted(usage)
-    if (spent) this.#spend(() => void (this.#reported = add(this.#reported, spent)), this)
+    if (spent) this.#spend(() => void (this.#reported = addUsage(this.#reported, spent)), this)
   }
 
   /** How often the agent moved so far: what a request's meter is served against. */
@@ -295,22 +296,22 @@ export class Budget {
 
   /** Own recorded usage plus every descendant's (CONTRACT.md §12); absent while nothing in the tree recorded any. */
   totalUsage(): Usage | undefined {
-    return this.#recordedAny ? add(this.#recorded, this.#recordedBelow) : undefined
+    return this.#recordedAny ? addUsage(this.#recorded, this.#recordedBelow) : undefined
   }
 
   /** A recorded step's usage as its session holds it (so `totalUsage` sums what `usage` does), but a count no model reports (negative, not finite) as none. */
   #record(recorded: Usage): void {
     const usage = { inputTokens: reportable(recorded.inputTokens), outputTokens: reportable(recorded.outputTokens) }
-    this.#recorded = add(this.#recorded, usage)
+    this.#recorded = addUsage(this.#recorded, usage)
     this.#recordedAny = true
     for (let node = this.parent; node; node = node.parent) {
-      node.#recordedBelow = add(node.#recordedBelow, usage)
+      node.#recordedBelow = addUsage(node.#recordedBelow, usage)
       node.#recordedAny = true
     }
   }
 
   #tree(): Usage {
-    return add(this.#own(), this.#descendants)
+    return addUsage(this.#own(), this.#descendants)
   }
 
   #own(): Usage {
@@ -328,7 +329,7 @@ export class Budget {
     const after = this.#own()
     const delta = { inputTokens: after.inputTokens - before.inputTokens, outputTokens: after.outputTokens - before.outputTokens }
     if (delta.inputTokens === 0 && delta.outputTokens === 0) return
-    for (let node = this.parent; node; node = node.parent) node.#descendants = add(node.#descendants, delta)
+    for (let node = this.parent; node; node = node.parent) node.#descendants = addUsage(node.#descendants, delta)
     // The outermost spent budget wins: its reason stops the widest subtree.
     let over: { node: Budget; value: number } | undefined
     for (let node: Budget | undefined = this; node; node = node.parent) {
@@ -377,10 +378,6 @@ function counted(usage: Usage | undefined): Usage | undefined {
   if (!usage) return undefined
   const count = (n: number) => Math.ceil(reportable(n))
   return { inputTokens: count(usage.inputTokens), outputTokens: count(usage.outputTokens) }
-}
-
-function add(a: Usage, b: Usage): Usage {
-  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens }
 }
 
 /**
