@@ -8,10 +8,9 @@ import {
   toolCallResponse,
   type SessionStore,
 } from 'subagent-worker'
-import { existsSync, watch } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { basename, dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { closeHosts, eventsOf, setup as setupHost, signal, TRANSPORTS, types } from '../support/harness.js'
 import {
@@ -28,6 +27,7 @@ import {
   toolNames,
   turnEnds,
 } from '../support/driver-helpers.js'
+import { fileAppears } from '../support/watch.js'
 
 afterEach(closeHosts)
 
@@ -47,16 +47,6 @@ function setup(transport: (typeof TRANSPORTS)[number], script: Parameters<typeof
 function withStore(transport: (typeof TRANSPORTS)[number], script: Parameters<typeof setup>[1] = []) {
   const store: SessionStore = createMemoryStore()
   return { ...setup(transport, script, { store }), store }
-}
-
-/** Resolves once `file` exists (written by a runner). */
-function fileAppears(file: string): Promise<void> {
-  return new Promise((resolve) => {
-    const watcher = watch(dirname(file), (_event, name) => {
-      if (name === basename(file) || existsSync(file)) (watcher.close(), resolve())
-    })
-    if (existsSync(file)) (watcher.close(), resolve())
-  })
 }
 
 function noop() {

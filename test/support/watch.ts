@@ -3,6 +3,8 @@
  * heard on Redis): the state is checked when the wait begins and again after each change, so a
  * change that came before the wait is never missed, and nothing is polled.
  */
+import { existsSync, watch } from 'node:fs'
+import { basename, dirname } from 'node:path'
 
 /** Far past any honest wait on a loaded machine: only a hang meets it, and it then fails naming what never came. */
 const HANG_MS = 30_000
@@ -32,4 +34,15 @@ export class Watch {
   changed(): void {
     for (const check of [...this.#checks]) check()
   }
+}
+
+/** Resolves once `file` exists (a fixture's marker): a watch on its folder, set up before `act` runs, so its creation cannot be missed. */
+export function fileAppears(file: string, act: () => void = () => {}): Promise<void> {
+  return new Promise((resolve) => {
+    const watcher = watch(dirname(file), (_event, name) => {
+      if (name === basename(file) || existsSync(file)) (watcher.close(), resolve())
+    })
+    act()
+    if (existsSync(file)) (watcher.close(), resolve())
+  })
 }

@@ -5,10 +5,10 @@
  * host trusting nothing a runner sends, proven by module code that forges calls and frames on
  * its runner's channel.
  */
-import { existsSync, watch, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { basename, dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { closeWorkerHosts, workerHost as hostOn } from '../support/worker-host.js'
@@ -17,20 +17,10 @@ import { gate } from '../support/loop-helpers.js'
 import { POOLED, shape, streamedRuns } from '../support/harness.js'
 import { eventOf, expectCancelledMidStream } from '../support/driver-helpers.js'
 import { heldUntilMoved } from '../support/moves.js'
+import { fileAppears } from '../support/watch.js'
 
 const WIRE_MODULE = fileURLToPath(new URL('../fixtures/wire-module.mjs', import.meta.url))
 afterEach(closeWorkerHosts)
-
-/** Resolves once `file` exists: a watch on its folder, set up before `act` runs, so its creation cannot be missed. */
-function fileAppears(file: string, act: () => void = () => {}): Promise<void> {
-  return new Promise((resolve) => {
-    const watcher = watch(dirname(file), (_event, name) => {
-      if (name === basename(file) || existsSync(file)) (watcher.close(), resolve())
-    })
-    act()
-    if (existsSync(file)) (watcher.close(), resolve())
-  })
-}
 
 /** A host tool that counts its runs: none of the forged calls may reach it. */
 function countedTool(name: string, extra: { needsApproval?: boolean; parameters?: object } = {}) {
