@@ -8,6 +8,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js'
 import { defineTool, ToolError, type ToolDefinition } from '../index.js'
 import { subagentError } from '../protocol/errors.js'
+import { subsetSchema } from './schema.js'
 
 export interface McpToolsOptions {
   /** Put before every tool's name (e.g. `github_`), so two servers' tools cannot collide. */
@@ -40,7 +41,7 @@ function hostTool(client: McpToolClient, tool: Tool, prefix: string): ToolDefini
     return defineTool({
       name,
       description: tool.description ?? tool.title ?? `The MCP tool ${tool.name}.`,
-      parameters: tool.inputSchema,
+      parameters: subsetSchema(tool.inputSchema, tool.name) as Tool['inputSchema'],
       async execute(args, exec) {
         let result: CallToolResult
         try {
