@@ -190,6 +190,43 @@ describe.each(TRANSPORTS)('§11 limits [%s]', (transport) => {
     await run.dispose()
   })
 
+  it("a parent not live on this host (a stored session as a view) passes on what its header's limits have left, its tree's recorded spending taken off", async () => {
+    const script = [callStep('d1', 10, 'subagent', { description: 'grandchild', prompt: 'spend' }), textStep('g done', 40), textStep('a done', 0), textStep('b done', 0)]
+    const store = createMemoryStore()
+    const fixture = setup(transport, script, { store })
+    fixture.host.tools.register(createSubagentTool(fixture.host, { provider: 'spawn', enableRunInBackground: false }))
+    const first = await fixture.host.spawn.start({ prompt: 'delegate', parent: fixture.parent, limits: { maxSteps: 3, maxTotalTokens: 100 } })
+    expect(await first.result).toMatchObject({ stopReason: 'completed' })
+    await first.dispose()
+    const view = { id: first.id, options: { provider: 'scripted' }, session: (await store.read(first.id))! }
+    const run = await fixture.host.spawn.start({ prompt: 'go', parent: view, limits: { maxTotalTokens: 1000 } })
+    // 10 of its own and 40 of its child's recorded: 50 are left.
+    expect(fixture.host.agents.get(run.id)!.session.header.limits).toEqual({ maxSteps: 3, maxTotalTokens: 50 })
+    expect(await run.result).toMatchObject({ stopReason: 'completed' })
+    await run.dispose()
+  })
+
+  it('a child of a view whose tree spent its whole budget makes no request; malformed stored limits are refused before anything is published', async () => {
+    const store = createMemoryStore()
+    const fixture = setup(transport, [textStep('spent it', 30), textStep('never')], { store })
+    const first = await fixture.host.spawn.start({ prompt: 'spend', parent: fixture.parent, limits: { maxTotalTokens: 30 } })
+    expect(await first.result).toMatchObject({ stopReason: 'completed' })
+    await first.dispose()
+    const session = (await store.read(first.id))!
+    const run = await fixture.host.spawn.start({ prompt: 'go', parent: { id: first.id, options: { provider: 'scripted' }, session } })
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted', diagnostic: 'the child exceeded limits.maxTotalTokens (30 tokens)' })
+    expect(fixture.model.requests).toHaveLength(1)
+    await run.dispose()
+
+    const lifecycle = recordLifecycle(fixture.host)
+    const malformed = { id: 'elsewhere', options: { provider: 'scripted' }, session: { header: { ...session.header, id: 'elsewhere', limits: { maxSteps: 0 } }, events: [] } }
+    await expect(fixture.host.spawn.start({ prompt: 'go', parent: malformed })).rejects.toMatchObject({
+      code: 'ERR_SUBAGENT_HEADER',
+      message: expect.stringMatching(/^session header limits are malformed: .*limits\.maxSteps/),
+    })
+    expect(lifecycle.starts).toEqual([])
+  })
+
   // Inline builds a child at once; elsewhere the child below waits for the one runner slot, taken by a blocker.
   it.skipIf(transport === 'inline')("a deadline its parent reaches while the child waits to be built stops the child before it runs, even on a module model the host never meters", async ({ onTestFinished }) => {
     const runner = await ownRunnerOptions(transport, [FAULT_MODULE], onTestFinished)

@@ -2,8 +2,10 @@
  * Limits (CONTRACT.md §11): checking them up front, and narrowing them as they are inherited.
  * Enforcement lives in budget.ts (the host's tree of what each child may still spend).
  */
-import type { LimitName } from '../../agent/limit-stop.js'
+import { limitReason, type LimitName, type LimitReason } from '../../agent/limit-stop.js'
+import type { AgentView } from '../../agent/view.js'
 import type { ChildLimits, SessionEvent, SessionHeader } from '../../protocol/shapes/session.js'
+import { messageOf, subagentError } from '../../protocol/errors.js'
 import type { SessionStore } from './stores/store.js'
 import { InvalidOptionError } from '../options.js'
 
@@ -58,4 +60,27 @@ export async function spentInTree(store: SessionStore, header: SessionHeader, ev
     if (stored) spent += await spentInTree(store, stored.header, stored.events)
   }
   return spent
+}
+
+/**
+ * What a parent that is not live on this host has left, by its session header's `limits` (an
+ * agent of another host, a stored session passed as a view): the header's step bound and
+ * deadline, and its token budget less what its tree recorded (its own events, its descendants'
+ * stored sessions). A live parent's budget knows more (a running deadline, tokens served but not
+ * yet recorded) and is used instead. Malformed stored limits are refused, as a malformed stored
+ * depth is.
+ */
+export async function leftOfView(store: SessionStore, parent: AgentView): Promise<{ limits: ChildLimits; spent?: LimitReason } | undefined> {
+  const { header, events } = parent.session
+  let recorded: ChildLimits | undefined
+  try {
+    recorded = checkLimits(header.limits)
+  } catch (error) {
+    throw subagentError('ERR_SUBAGENT_HEADER', `session header limits are malformed: ${messageOf(error)}`)
+  }
+  if (!recorded || recorded.maxTotalTokens === undefined) return recorded && { limits: recorded }
+  const { maxTotalTokens, ...rest } = recorded
+  const left = maxTotalTokens - (await spentInTree(store, header, events))
+  if (left >= 1) return { limits: { ...rest, maxTotalTokens: left } }
+  return { limits: rest, spent: limitReason('maxTotalTokens', maxTotalTokens) }
 }

@@ -7,10 +7,10 @@ import type { ChildSpec } from '../../agent/child.js'
 import type { AgentOptions } from '../../agent/view.js'
 import type { ChildMode, SessionEvent, SessionHeader } from '../../protocol/shapes/session.js'
 import { Budget } from './budget.js'
-import type { ChildLimits } from './limits.js'
+import { leftOfView, type ChildLimits } from './limits.js'
 import type { Lifecycle, SubagentStartEvent } from './lifecycle.js'
 import { DelegationRun } from './run.js'
-import { newSessionId, type SessionWriter } from './stores/store.js'
+import { newSessionId, type SessionStore, type SessionWriter } from './stores/store.js'
 import type { ChildHandle, ChildMirror, ChildTransport } from '../transport.js'
 import { ContinuableChild, type ContinuableInit } from './continuable/continuable.js'
 import { ChildWatch, type Mirror } from './watch/watch.js'
@@ -42,6 +42,8 @@ export interface ProviderHost {
   readonly budgets: Map<string, Budget>
   /** The host's default limits for every child. */
   readonly limits: ChildLimits | undefined
+  /** Where a parent that is not live here left its descendants' sessions (what its tree spent). */
+  readonly store: SessionStore
   /** The deployment persona, which a child without its own is given. */
   readonly persona: string | undefined
 }
@@ -119,7 +121,9 @@ async function startContinuable(host: ProviderHost, provider: string, fork: bool
 async function publishChild(host: ProviderHost, provider: string, fork: boolean, given: SubagentStartRequest, mode: ChildMode): Promise<Published> {
   const request = await startRequestOf(given, { mode, fork, persona: host.persona, ready: () => host.ready(), globalToolNames: () => host.globalToolNames() })
   const parentBudget = host.budgets.get(request.parent.id)
-  const inherited = Budget.inherit(parentBudget, request.limits, host.limits)
+  const view = parentBudget ? undefined : await leftOfView(host.store, request.parent)
+  const inherited = Budget.inherit(parentBudget, request.limits, host.limits, view?.limits)
+  inherited.spent ??= view?.spent
   const spec = specOf(newSessionId(), request, provider, inherited.limits)
   // Known before the child is built: its host-placed models are metered by it from the first request.
   const budget = new Budget(parentBudget, inherited.limits)

@@ -171,6 +171,7 @@ function providerHostOf(parts: {
     },
     budgets,
     limits: settings.limits,
+    store: settings.store,
     persona: settings.persona,
   }
 }
