@@ -431,6 +431,23 @@ describe.each(POOLED)('%s transport', (isolation) => {
       expect(result.diagnostic).toMatch(protocolError('a malformed frame of type "events", so it was stopped'))
     })
 
+    it('a runner stopped for a malformed frame: a thread-mate a host call holds moves to another runner and finishes its turn; the child in module code ends error', async () => {
+      const { host, parent } = workerHost([], { pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 } })
+      const held = heldUntilMoved('partial', 'mate done')
+      host.models.register('mate', held)
+      const mate = await host.spawn.start({ prompt: 'wait', parent, agentOptions: { provider: 'mate' } })
+      await eventOf(mate, 'assistant/chunk')
+      host.models.register('forger', new ScriptedModel([toolCallResponse('f', 'forge', { frame: { type: 'events' } }), textResponse('never')]))
+      const forged = await host.spawn.run({ prompt: 'forge', parent, agentOptions: { provider: 'forger' } })
+      expect(forged).toMatchObject({ stopReason: 'error', diagnostic: expect.stringMatching(protocolError('a malformed frame of type "events", so it was stopped')) })
+      expect(await mate.result).toMatchObject({ output: [{ type: 'text', text: 'mate done' }], stopReason: 'completed' })
+      const events = host.agents.get(mate.id)!.session.events
+      expect(events.filter((e) => e.type === 'child/moved').map((e) => (e.data as { reason: string }).reason)).toEqual([forged.diagnostic])
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, seq) => seq))
+      expect(held.requests()).toBe(2)
+      await mate.dispose()
+    })
+
     it('a runner may address only its own children: a message for a child on another runner stops the sender, not the other child', async () => {
       const { host, parent } = workerHost(['hang'], { pool: { minThreads: 2, maxThreads: 2 } })
       const victim = await host.spawn.start({ prompt: 'wait', parent, signal: new AbortController().signal })

@@ -68,8 +68,11 @@ export interface ChannelOptions {
   config: RunnerConfig
   /** Sends one frame; throws when a message cannot be encoded. */
   send(frame: HostMessage[]): void
-  /** Stops the runner for good; its owner calls `end` once it is gone. A stop on account of a culprit leaves its thread-mates movable. */
-  kill(fault: Fault, culprit?: Culprit): void
+  /**
+   * Stops the runner for good; its owner calls `end` once it is gone. A stop on account of a
+   * culprit leaves its thread-mates movable; `movable` says so where there is none.
+   */
+  kill(fault: Fault, culprit?: Culprit, movable?: Mobility): void
   /** The runner reports an uncaught error that is about to end it. */
   crashed(error: Error): void
   /** A child arrived or left: the runner's load changed. */
@@ -228,7 +231,9 @@ export class RunnerChannel {
     this.#phase = { name: 'distrusted', reached: this.reached }
     this.#intake.close()
     this.#options.discard?.()
-    this.kill({ stopReason: 'error', diagnostic: `protocol error: the ${this.label} sent ${what}, so it was stopped` })
+    // Nothing it sent after this is read, as with a runner that stopped answering: only the
+    // children a host call holds are sure to be where the host saw them, and they move (§8).
+    this.#options.kill({ stopReason: 'error', diagnostic: `protocol error: the ${this.label} sent ${what}, so it was stopped` }, undefined, 'held')
   }
 
   /** One frame, in its turn: checked whole, and only when that fails message by message. */

@@ -76,9 +76,10 @@ export class RunnerSite {
     this.exit = new Promise((resolve) => (this.#markExited = resolve))
     this.#endpoint = options.open({
       frame: (frame) => this.channel.receive(frame),
-      // The frame is lost whole: every child on this runner has a gap in its record.
+      // The frame is lost whole, and what any child did after it is unknown: only those a host
+      // call holds (and so did nothing since) move.
       unreadable: (error) =>
-        this.stop({ stopReason: 'error', diagnostic: `protocol error: a frame from the ${this.channel.label} could not be read (${error.message}), so it was stopped` }),
+        this.stop({ stopReason: 'error', diagnostic: `protocol error: a frame from the ${this.channel.label} could not be read (${error.message}), so it was stopped` }, undefined, 'held'),
       crashed: (error) => void (this.#crash ??= error),
       exited: (exit) => this.#exited(exit),
     })
@@ -88,7 +89,7 @@ export class RunnerSite {
       label: endpoint.label,
       config: options.config,
       send: (frame) => endpoint.send(frame),
-      kill: (fault, culprit) => this.stop(fault, culprit, culprit === undefined ? undefined : 'heard'),
+      kill: (fault, culprit, movable) => this.stop(fault, culprit, movable ?? (culprit === undefined ? undefined : 'heard')),
       crashed: (error) => void (this.#crash ??= error),
       changed: () => {
         this.#hold()
