@@ -67,7 +67,7 @@ export class NodeLink {
       label: `node ${options.node}`,
       config: options.config,
       send: options.send,
-      kill: (fault, culprit, movable) => this.stop(fault, culprit, movable),
+      kill: (fault, culprit) => this.stop(fault, culprit),
       crashed: (error) => this.stop({ stopReason: 'error', diagnostic: `node ${options.node} crashed: ${error.message}` }),
       changed: () => {},
     })
