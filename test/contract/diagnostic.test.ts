@@ -10,14 +10,15 @@ describe.each(TRANSPORTS)('§3 diagnostics are redacted [%s]', (transport) => {
     try {
       const { host, parent } = setup(transport, [
         () => {
-          throw new Error('401 from upstream: api_key=abc123456789 Bearer eyJhbGciOiJIUzI1NiJ9 sk-live-0123456789abcdef env hunter2-deploy-value')
+          throw new Error('401 from upstream: api_key=abc123456789 Bearer eyJhbGciOiJIUzI1NiJ9 sk-live-0123456789abcdef env hunter2-deploy-value at https://someone:pa55word@models.test/v1')
         },
       ])
       const run = await host.spawn.start({ prompt: 'x', parent, signal: signal() })
       const { stopReason, diagnostic } = await run.result
       expect(stopReason).toBe('error')
       expect(diagnostic).toContain('401 from upstream')
-      for (const secret of ['abc123456789', 'eyJhbGciOiJIUzI1NiJ9', 'sk-live-0123456789abcdef', 'hunter2-deploy-value']) {
+      expect(diagnostic).toContain('https://[redacted]@models.test/v1')
+      for (const secret of ['abc123456789', 'eyJhbGciOiJIUzI1NiJ9', 'sk-live-0123456789abcdef', 'hunter2-deploy-value', 'someone', 'pa55word']) {
         expect(diagnostic).not.toContain(secret)
       }
       await run.dispose()

@@ -167,6 +167,15 @@ describe.each(TRANSPORTS)('OpenAI-compatible model over HTTP [%s]', (transport) 
     await run.dispose()
   })
 
+  it('the key and header values this model sends are blanked wherever an error echoes them, however they look', async () => {
+    const echo = (_: unknown, req: IncomingMessage, res: ServerResponse) =>
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `not valid: ${req.headers.authorization} and ${req.headers['x-tenant-secret']}` } }))
+    const api = await server([echo])
+    const host = hostWith(transport, api.url, { apiKey: 'correct-horse-battery-staple', headers: { 'x-tenant-secret': 'tenant horse battery' }, maxRetries: 0 })
+    const { result } = await delegate(host)
+    expect(result).toMatchObject({ stopReason: 'error', diagnostic: 'model stream failed: the model endpoint answered HTTP 401: not valid: Bearer [redacted] and [redacted]' })
+  })
+
   it('an error sent inside a 200 stream ends the child error, naming the error, never completed', async () => {
     const api = await server([
       (_, __, res) => {
@@ -364,6 +373,15 @@ describe('OpenAICompatibleModel options', () => {
   it('are checked up front, each error naming the option', () => {
     const make = (options: object) => () => new OpenAICompatibleModel({ baseUrl: 'http://127.0.0.1/v1', ...options } as OpenAICompatibleOptions)
     expect(() => new OpenAICompatibleModel({ baseUrl: 'ftp://x' })).toThrow(/baseUrl/)
+    // fetch would refuse it on every request, quoting the password: refused here, without it.
+    const credentialed = (() => {
+      try {
+        return new OpenAICompatibleModel({ baseUrl: 'https://user:s3cretPASS@example.test/v1' })
+      } catch (error) {
+        return error
+      }
+    })()
+    expect(credentialed).toMatchObject({ code: 'ERR_SUBAGENT_ARGUMENT', message: 'OpenAICompatibleModel baseUrl must not carry credentials (user:password@): give the key as apiKey, or in headers' })
     expect(make({ maxRetries: -1 })).toThrow(/maxRetries/)
     expect(make({ timeoutMs: 0 })).toThrow(/timeoutMs/)
     expect(make({ timeoutMs: 2 ** 31 })).toThrow(/timeoutMs/)

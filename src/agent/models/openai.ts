@@ -53,10 +53,13 @@ export class OpenAICompatibleModel implements Model {
   readonly #body: Record<string, unknown>
   readonly #maxTokensField: 'max_tokens' | 'max_completion_tokens'
   readonly #policy: RequestPolicy
+  /** What this model sends that is secret: its key and header values, blanked wherever an error echoes them. */
+  readonly #secrets: string[]
 
   constructor(options: OpenAICompatibleOptions) {
     const { baseUrl, apiKey, headers = {}, body = {}, maxTokensField = 'max_tokens' } = checkOptions(options)
     this.#policy = new RequestPolicy(options, 'OpenAICompatibleModel')
+    this.#secrets = [apiKey, ...Object.values(headers)].filter((value): value is string => typeof value === 'string' && value.length >= 8)
     this.#address = addressOf(baseUrl)
     this.#body = body
     this.#maxTokensField = maxTokensField
@@ -79,7 +82,15 @@ export class OpenAICompatibleModel implements Model {
   async *stream(request: ModelRequest): AsyncGenerator<StreamChunk> {
     const sdk = await openai()
     this.#client ??= new sdk.OpenAI(this.#clientOptions)
-    yield* this.#policy.run(request.signal, (signal) => this.#attempt(this.#client!, request, signal), (error, state) => this.#judge(sdk, error, state))
+    yield* this.#policy.run(request.signal, (signal) => this.#attempt(this.#client!, request, signal), (error, state) => this.#masked(this.#judge(sdk, error, state)))
+  }
+
+  /** An endpoint may echo the key it was sent in its error, however the key looks: it is blanked by value. */
+  #masked(failure: Failure | undefined): Failure | undefined {
+    if (!failure) return failure
+    let { message } = failure
+    for (const secret of this.#secrets) message = message.split(secret).join('[redacted]')
+    return { ...failure, message }
   }
 
   async *#attempt(client: OpenAI, request: ModelRequest, signal: AbortSignal): AsyncGenerator<StreamChunk> {
@@ -182,6 +193,10 @@ function checkOptions(options: OpenAICompatibleOptions): OpenAICompatibleOptions
   if (typeof options !== 'object' || options === null) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel needs an options object with a baseUrl')
   const { baseUrl, apiKey, headers, body, maxTokensField } = options
   if (typeof baseUrl !== 'string' || !/^https?:\/\//.test(baseUrl)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel needs a baseUrl starting with http:// or https://')
+  // fetch refuses such a URL on every request, and its message quotes the password.
+  if (carriesCredentials(baseUrl)) {
+    throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel baseUrl must not carry credentials (user:password@): give the key as apiKey, or in headers')
+  }
   if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel apiKey must be a non-empty string when given: leave it out (undefined) to send no Authorization header')
   if (headers !== undefined && !isRecord(headers)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel headers must be an object of header names to strings')
   if (body !== undefined && !isRecord(body)) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'OpenAICompatibleModel body must be an object of request fields')
@@ -189,6 +204,12 @@ function checkOptions(options: OpenAICompatibleOptions): OpenAICompatibleOptions
     throw subagentError('ERR_SUBAGENT_ARGUMENT', "OpenAICompatibleModel maxTokensField must be 'max_tokens' or 'max_completion_tokens'")
   }
   return options
+}
+
+function carriesCredentials(url: string): boolean {
+  if (!URL.canParse(url)) return false
+  const { username, password } = new URL(url)
+  return username !== '' || password !== ''
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -59,6 +59,8 @@ function diagnosticOf(end: TurnEndReason | undefined, context: ExtractionContext
 
 const CREDENTIAL_TOKEN = /\b(?:sk|pk|rk|ghp|gho|ghs|xox[abprs])[-_][A-Za-z0-9_-]{8,}|\bBearer\s+[A-Za-z0-9._~+/-]{8,}=*/g
 const CREDENTIAL_FIELD = /\b(api[-_]?key|access[-_]?token|token|secret|password|authorization)(["']?\s*[:=]\s*["']?)[^\s"',;]+/gi
+/** A URL's user and password (`https://user:pass@host`), which an error quoting the URL repeats. */
+const URL_CREDENTIALS = /\b([a-z][a-z\d+.-]*:\/\/)[^\s/?#@]+@/gi
 
 /** A diagnostic as anyone may read it: credentials and environment values blanked, at most 4096 bytes. */
 export function diagnosticText(text: string): string {
@@ -70,7 +72,7 @@ export function diagnosticText(text: string): string {
  * trust: values of the process environment and credential-shaped text are blanked out.
  */
 function redactDiagnostic(text: string): string {
-  let redacted = text.replace(CREDENTIAL_TOKEN, '[redacted]').replace(CREDENTIAL_FIELD, '$1$2[redacted]')
+  let redacted = text.replace(CREDENTIAL_TOKEN, '[redacted]').replace(CREDENTIAL_FIELD, '$1$2[redacted]').replace(URL_CREDENTIALS, '$1[redacted]@')
   for (const value of Object.values(process.env)) {
     if (value && value.length >= 8 && redacted.includes(value)) redacted = redacted.split(value).join('[redacted]')
   }
