@@ -174,6 +174,11 @@ export function noNodeServes(queue: string, waitedMs: number, placementTimeoutMs
   return new SubagentError('ERR_SUBAGENT_NO_NODE', `no node serves the queue '${queue}': the child waited ${waitedMs} ms, past placementTimeoutMs (${placementTimeoutMs} ms), and no live worker node takes its jobs (a node of another frame protocol version serves a queue of its own). Start one with \`subagent-worker node --queue ${queue}\` on the same Redis, or check that its nodes reach it`)
 }
 
+/** A node that was given a child to build and built nothing within `placementTimeoutMs` (answering its pings all the while). */
+export function notBuilt(placementTimeoutMs: number): SubagentError {
+  return new SubagentError('ERR_SUBAGENT_NODE_LOST', `the node given the child did not build it within placementTimeoutMs (${placementTimeoutMs} ms), so it was let go there; nothing of it ran, and the start may be tried again`)
+}
+
 /**
  * Two ends that speak different frame protocol versions: `theirs` and `ours` name the ends
  * ("the host", "this runner", `node ${id}`), `hint` says so when the fix is the same package.

@@ -36,7 +36,7 @@ import type { ChildHandle, ChildMirror, ChildTransport, Transport, TransportCont
 import { NodeLink } from './node-link.js'
 import { levelOf, type HostBroker, type OpenHostBroker, type QueuedJob } from './broker.js'
 import { childJob, decode, encode, placementsOf, type TakeMessage } from './envelope.js'
-import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, noNodeServes, subagentError, versionMismatchText } from '../protocol/errors.js'
+import { CLOSED_BEFORE_END, closedWhileWaiting, hostClosed, noNodeServes, notBuilt, subagentError, versionMismatchText } from '../protocol/errors.js'
 
 export interface RemoteHostSettings {
   /** How long a node may leave the heartbeat unanswered before its children end `error`. */
@@ -131,8 +131,24 @@ class RemoteHostTransport implements ChildTransport {
     const placed = await this.#placeDirectly(spec, signal, build)
     if (placed) return placed
     const child = await this.#enqueue(spec, signal, build)
-    await child.created(signal)
+    await this.#built(child, signal)
     return child
+  }
+
+  /**
+   * Waits for the node's `created`, at most `placementTimeoutMs`: a node given a child that
+   * builds nothing (answering its pings all the while, so its silence never ends it) would
+   * otherwise hold the start for good. The child is let go, and the start fails.
+   */
+  async #built(child: RemoteChild, signal: AbortSignal): Promise<void> {
+    const { placementTimeoutMs } = this.#settings
+    const bound = new AbortController()
+    const timer = setTimeout(() => bound.abort(notBuilt(placementTimeoutMs)), placementTimeoutMs)
+    try {
+      await child.created(AbortSignal.any([signal, bound.signal]))
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   /**
@@ -149,7 +165,7 @@ class RemoteHostTransport implements ChildTransport {
     link.placed(level)
     const child = build(link.channel)
     try {
-      await child.created(signal)
+      await this.#built(child, signal)
       return child
     } catch (error) {
       if (signal.aborted) throw signal.reason

@@ -131,6 +131,12 @@ class RemoteNode implements WorkerNode {
   readonly #deadline = new AbortController()
   /** By depth and runner config: children of one host config share threads. */
   readonly #pools = new Map<string, RunnerPool>()
+  /**
+   * Every child built here, by id, with the host that gave it. Ids are one host's to give, so a
+   * second host naming one already here (a copy of another host's create, read off Redis) is
+   * refused: built beside it, on its thread, the two would be one child to that thread.
+   */
+  readonly #ids = new Map<string, { host: string; builds: number }>()
   #check: NodeJS.Timeout | undefined
   readonly #judge: SilenceJudge
   #closing: Promise<void> | undefined
@@ -244,6 +250,19 @@ class RemoteNode implements WorkerNode {
     const config = await link.welcome // always before the host's answer: the welcome opens its side of the link
     const agentModule = this.#moduleFor(config.agentModule)
     if (agentModule instanceof Error) return link.createFailed(create.child, agentModule)
+    const id = this.#ids.get(create.child) ?? { host: link.host, builds: 0 }
+    if (id.host !== link.host) return link.createFailed(create.child, subagentError('ERR_SUBAGENT_DUPLICATE', `${this.#label} already runs a child ${create.child} of another host, so it builds no second one of that id`))
+    this.#ids.set(create.child, id)
+    id.builds++
+    try {
+      await this.#onThread(link, { create, signal }, level, direct, config)
+    } finally {
+      if (--id.builds === 0) this.#ids.delete(create.child)
+    }
+  }
+
+  /** The child on a thread of its host's pool at `level`, until it leaves (or, refused, not at all). */
+  async #onThread(link: HostLink, { create, signal }: Taken, level: number, direct: boolean, config: RunnerConfig): Promise<void> {
     this.#offer(link)
     const pool = this.#poolFor(level, config)
     const graceMs = config.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS
@@ -302,10 +321,13 @@ class RemoteNode implements WorkerNode {
     if (!pool) {
       const { pool: settings } = this.#settings
       const { env, resourceLimits, niceIncrement } = settings
+      // Only the first pool of the first level is kept warm; deeper pools, and those of other host
+      // configs, start their runners on demand and let them go when idle. Hosts choose their
+      // configs, so warm threads kept for each would be as many as anyone writing to Redis likes.
+      const warm = level === 1 && ![...this.#pools.keys()].some((other) => other.startsWith('1 '))
       pool = new RunnerPool({
         ...settings,
-        // Only the first level is kept warm; deeper pools start their runners on demand.
-        minThreads: level === 1 ? settings.minThreads : 0,
+        minThreads: warm ? settings.minThreads : 0,
         maxQueue: Infinity,
         open: (events) => openWorkerThread({ env, resourceLimits, niceIncrement }, events),
         graceMs: config.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS,

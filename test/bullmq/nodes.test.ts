@@ -54,9 +54,9 @@ class Scope {
     return started
   }
 
-  host(queue: string, script: ScriptEntry[] = [], options: { abortGraceMs?: number; nodeSilenceMs?: number; module?: string } = {}) {
-    const { nodeSilenceMs, module = FAULT_MODULE, ...rest } = options
-    const made = createHost({ transport: bullmqTransport({ connection: REDIS, queue, ...(nodeSilenceMs ? { nodeSilenceMs } : {}) }), agentModule: module, ...rest })
+  host(queue: string, script: ScriptEntry[] = [], options: { abortGraceMs?: number; nodeSilenceMs?: number; placementTimeoutMs?: number; module?: string } = {}) {
+    const { nodeSilenceMs, placementTimeoutMs, module = FAULT_MODULE, ...rest } = options
+    const made = createHost({ transport: bullmqTransport({ connection: REDIS, queue, ...(nodeSilenceMs ? { nodeSilenceMs } : {}), ...(placementTimeoutMs ? { placementTimeoutMs } : {}) }), agentModule: module, ...rest })
     this.hosts.push(made)
     const model = new ScriptedModel(script)
     made.models.register('scripted', model)
@@ -837,6 +837,19 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await taken.dispose()
   })
 
+  it('a node given a child that builds nothing, answering its pings all the while, fails the start after placementTimeoutMs and is told to drop it', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [], { ...PATIENT, placementTimeoutMs: 1500 })
+    const idle = await provenFake(queue, h, parent, 'idle', onTestFinished, (message) => (message.type === 'ping' ? [{ type: 'pong', n: (message as { n?: number }).n }] : []))
+    await expect(idle.first).rejects.toMatchObject({
+      code: 'ERR_SUBAGENT_NODE_LOST',
+      message: 'the node given the child did not build it within placementTimeoutMs (1500 ms), so it was let go there; nothing of it ran, and the start may be tried again',
+    })
+    await idle.fake.hears('drop')
+    expect(h.agents.list().map((agent) => agent.id)).toEqual([parent.id])
+  })
+
   it("a node's hello on a link of its own ends the host's link before it, whose children not waiting on the host are given up; the old link's frames are not read, and the host answers on the new one", async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
@@ -957,6 +970,27 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     // Two takes, each with the hello of a link of its own.
     expect(fake.frames.map(({ frame }) => frame.map(({ type }) => type))).toEqual([['hello', 'take'], ['hello', 'take']])
     expect(new Set(fake.frames.map(({ link }) => link)).size).toBe(2)
+  })
+
+  it("a second host naming a child id another host's child has on the node (its create read off Redis) is refused, and the first host's child runs on", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const n = await my.node(queue, { extra: ['--host-silence-ms', '60000'] })
+    const owner = await fakeHostTaken(queue, onTestFinished)
+    await owner.send(n.id, [FAKE_WELCOME, plainCreate('c1')])
+    await owner.hears('created c1', (message) => message.type === 'created' && message.child === 'c1')
+    const copier = await FakeHost.start(queue, 'copier')
+    onTestFinished(() => copier.close())
+    await addJob(queue, copier.id, 'c1')
+    await copier.hears('take c1', (message) => message.type === 'take' && message.child === 'c1')
+    await copier.send(n.id, [FAKE_WELCOME, plainCreate('c1')])
+    const refusal = await copier.hears('create-failed c1', (message) => message.type === 'create-failed' && message.child === 'c1')
+    expect(refusal.error).toMatchObject({ code: 'ERR_SUBAGENT_DUPLICATE', message: `node ${n.id} already runs a child c1 of another host, so it builds no second one of that id` })
+    // The first host's child is whole: published, it asks that host's model.
+    await owner.send(n.id, [{ type: 'publish', child: 'c1', prompt: [{ type: 'text', text: 'go' }] }])
+    await owner.hears('the model call of c1', (message) => message.type === 'rpc/call' && message.child === 'c1')
+    expect(copier.heard.filter((message) => message.child === 'c1').map(({ type }) => type)).toEqual(['take', 'create-failed'])
+    await owner.send(n.id, [{ type: 'bye' }])
   })
 
   it("a node tells its host its room: none while it is full, so a create placed then is refused, naming the node; room again once a child left", async ({ expect, onTestFinished }) => {
