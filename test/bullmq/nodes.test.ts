@@ -972,6 +972,22 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     expect(new Set(fake.frames.map(({ link }) => link)).size).toBe(2)
   })
 
+  it("hosts of other configs get no warm threads of their own on a node: only the first config's first level is kept warm", async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    await my.node(queue, { maxThreads: 2, childrenPerWorker: 1, extra: ['--min-threads', '2'] })
+    /** The thread a child of a host with this abortGraceMs (a config of its own) ran on. */
+    const threadOf = async (abortGraceMs: number) => {
+      const { host: h, parent } = my.host(queue, [whereThenAnswer(Promise.resolve()), whereThenAnswer(Promise.resolve())], { ...PATIENT, abortGraceMs })
+      const result = await h.spawn.run({ prompt: 'where?', parent })
+      return (JSON.parse(textOf(result.output)) as { threadId: number }).threadId
+    }
+    await threadOf(1000)
+    // Each later config's pool starts the one thread its child needs, no second to keep warm: thread ids come one apart.
+    const [b, c, d] = [await threadOf(1001), await threadOf(1002), await threadOf(1003)]
+    expect([c - b, d - c]).toEqual([1, 1])
+  })
+
   it("a second host naming a child id another host's child has on the node (its create read off Redis) is refused, and the first host's child runs on", async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
