@@ -90,7 +90,6 @@ export async function runNode(argv: string[]): Promise<void> {
     // Why the node could not start (no Redis, a refused password, a bad module) is its message; a stack says nothing more.
     throw new CommandFailure(error instanceof Error ? error.message : String(error), { cause: error })
   })
-  process.stdout.write(`node ${node.id} serving queue ${values.queue ?? 'subagent-worker'}, ${node.capacity} children per depth\n`)
   await new Promise<void>((resolve) => {
     const stop = () => {
       process.off('SIGTERM', stop)
@@ -100,6 +99,8 @@ export async function runNode(argv: string[]): Promise<void> {
     }
     process.on('SIGTERM', stop)
     process.on('SIGINT', stop)
+    // Said once a signal shuts it down gracefully: whoever reads the line may stop it at once.
+    process.stdout.write(`node ${node.id} serving queue ${values.queue ?? 'subagent-worker'}, ${node.capacity} children per depth\n`)
   })
 }
 

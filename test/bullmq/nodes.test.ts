@@ -507,6 +507,18 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     expect(await h.spawn.run({ prompt: 'hi', parent })).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'the slot is free' }] })
   })
 
+  it('a SIGTERM sent the moment a node says it serves shuts it down as any other does: saying so, exit 0', async ({ expect }) => {
+    const queue = freshQueue()
+    // The line comes once the signal is handled; before, a quick operator's SIGTERM killed it outright now and then.
+    for (let round = 0; round < 5; round++) {
+      const n = await startTestNode({ redis: REDIS, queue, modules: [FAULT_MODULE], maxThreads: 1 })
+      n.process.kill('SIGTERM')
+      await n.exited
+      expect({ code: n.process.exitCode, signal: n.process.signalCode }).toEqual({ code: 0, signal: null })
+      expect(n.output()).toMatch(/shutting down: running children have \d+ ms/)
+    }
+  })
+
   it('SIGTERM: the node takes no new job, lets running children finish, then ends the rest aborted', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()
