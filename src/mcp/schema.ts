@@ -1,12 +1,13 @@
 /**
  * An MCP server's `inputSchema` in the subset a host tool's parameters accept. Servers write
- * their schemas with generators (pydantic, zod), which reach for three constructs the subset has
- * not: a local `$ref` into `$defs` (or to a schema used twice), `oneOf` for a discriminated union,
- * and `allOf` around a single `$ref`. Each is rewritten here into the same schema in the subset:
- * a reference is inlined, a one-entry `allOf` merged into its parent, and `oneOf` checked as
- * `anyOf`, which is looser only where two branches both match; the server checks its own
- * arguments again, so nothing it would refuse gets through it. Anything else is left to the
- * subset's check, which names the keyword.
+ * their schemas with generators (pydantic, zod), which reach for constructs the subset has not:
+ * a local `$ref` into `$defs` (or to a schema used twice), `oneOf` for a discriminated union (with
+ * OpenAPI's `discriminator` beside it, from pydantic), and `allOf` around a single `$ref`. Each is
+ * rewritten here into the same schema in the subset: a reference is inlined, a one-entry `allOf`
+ * merged into its parent, `discriminator` dropped and `oneOf` checked as `anyOf`, which is looser
+ * only where two branches both match; the server checks its own arguments again, so nothing it
+ * would refuse gets through it. Anything else is left to the subset's check, which names the
+ * keyword.
  */
 import { SCHEMA_LIMITS, UnsupportedSchemaError } from '../agent/tools/schema.js'
 
@@ -35,6 +36,8 @@ function rewrite(node: Json, at: Expansion): Json {
   if (typeof node['$ref'] === 'string') return inlined(node, node['$ref'], at)
   const out: Record<string, Json> = {}
   for (const [key, value] of Object.entries(node)) {
+    // OpenAPI's discriminator (pydantic writes it beside a oneOf): a hint the server's own check uses, no JSON Schema keyword.
+    if (key === 'discriminator') continue
     if (key === 'oneOf' && !Object.hasOwn(node, 'anyOf')) out['anyOf'] = rewrite(value, at)
     else if (key === 'properties' && isObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, rewrite(sub, at)]))
     else if (key === 'enum' || key === 'const' || key === 'default' || key === 'examples') out[key] = value

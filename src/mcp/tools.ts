@@ -21,8 +21,21 @@ export async function mcpTools(client: McpToolClient, options: McpToolsOptions =
   if (typeof client?.listTools !== 'function' || typeof client.callTool !== 'function') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'mcpTools needs a connected MCP client (the SDK\'s Client, after connect())')
   const prefix = options.prefix ?? ''
   if (typeof prefix !== 'string') throw subagentError('ERR_SUBAGENT_ARGUMENT', 'mcpTools prefix must be a string')
-  return (await listAll(client)).map((tool) => hostTool(client, tool, prefix))
+  const served = new Map<string, string>()
+  return (await listAll(client)).map((tool) => {
+    const definition = hostTool(client, tool, prefix)
+    const other = served.get(definition.name)
+    if (other !== undefined) throw subagentError('ERR_SUBAGENT_DEFINITION', `MCP tools "${other}" and "${tool.name}" would both be the host tool "${definition.name}": leave one of them out by filtering what the client's listTools returns`)
+    served.set(definition.name, tool.name)
+    return definition
+  })
 }
+
+/**
+ * A host tool's name for an MCP tool's: MCP names may hold `.` and `/` (`files.read`), which
+ * model APIs refuse in a function's name; each such character becomes `_`.
+ */
+const hostName = (prefix: string, name: string) => `${prefix}${name}`.replace(/[^A-Za-z0-9_-]/g, '_')
 
 async function listAll(client: McpToolClient): Promise<Tool[]> {
   const tools: Tool[] = []
@@ -36,7 +49,7 @@ async function listAll(client: McpToolClient): Promise<Tool[]> {
 }
 
 function hostTool(client: McpToolClient, tool: Tool, prefix: string): ToolDefinition {
-  const name = `${prefix}${tool.name}`
+  const name = hostName(prefix, tool.name)
   try {
     return defineTool({
       name,

@@ -148,6 +148,10 @@ describe('mcpServer', () => {
       content: [{ type: 'text', text: expect.stringMatching(/^invalid arguments for "subagent": .*prompt/) }],
       isError: true,
     })
+    expect(await client.callTool({ name: 'subagent', arguments: { description: 'd', prompt: 'p', surprise: 1 } })).toEqual({
+      content: [{ type: 'text', text: 'invalid arguments for "subagent": arguments must NOT have the unknown property "surprise"' }],
+      isError: true,
+    })
     await expect(client.callTool({ name: 'nope', arguments: {} })).rejects.toThrow(/unknown tool "nope": the tools are subagent, job_output, job_kill, job_list/)
   })
 

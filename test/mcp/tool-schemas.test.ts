@@ -120,6 +120,42 @@ describe('mcpTools with generated schemas', () => {
     expect(calls).toHaveLength(1)
   })
 
+  it("takes pydantic's discriminated union (oneOf of $refs with OpenAPI's discriminator beside it), dropping the discriminator", async () => {
+    const cat = { type: 'object', properties: { pet_type: { const: 'cat', type: 'string' }, meows: { type: 'integer' } }, required: ['pet_type', 'meows'] }
+    const dog = { type: 'object', properties: { pet_type: { const: 'dog', type: 'string' }, barks: { type: 'number' } }, required: ['pet_type', 'barks'] }
+    const { client, calls } = await rawServer({
+      type: 'object',
+      $defs: { Cat: cat, Dog: dog },
+      properties: { pet: { discriminator: { mapping: { cat: '#/$defs/Cat', dog: '#/$defs/Dog' }, propertyName: 'pet_type' }, oneOf: [{ $ref: '#/$defs/Cat' }, { $ref: '#/$defs/Dog' }], title: 'Pet' } },
+      required: ['pet'],
+    })
+    const tools = await mcpTools(client)
+    expect(tools[0]!.parameters).toEqual({ type: 'object', properties: { pet: { anyOf: [cat, dog], title: 'Pet' } }, required: ['pet'] })
+    const { host, parent } = await hostWith(tools)
+    expect(await host.spawn.run({ prompt: 'call move {"pet":{"pet_type":"dog","barks":2}}', parent })).toMatchObject({ stopReason: 'completed' })
+    expect(calls).toEqual([{ pet: { pet_type: 'dog', barks: 2 } }])
+  })
+
+  it('an MCP name a model API would refuse (files.read, a/b) is the host tool\'s with "_", called by its own name; two that meet there are refused, naming both', async () => {
+    const server = new Server({ name: 'names', version: '0.0.0' }, { capabilities: { tools: {} } })
+    const called: string[] = []
+    let listed = ['files.read', 'a/b']
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed.map((name) => ({ name, description: name, inputSchema: { type: 'object' as const } })) }))
+    server.setRequestHandler(CallToolRequestSchema, (request) => (called.push(request.params.name), { content: [{ type: 'text', text: 'read' }] }))
+    const client = await connect(server)
+    closing.push(() => client.close(), () => server.close())
+    const tools = await mcpTools(client, { prefix: 'fs.' })
+    expect(tools.map((tool) => tool.name)).toEqual(['fs_files_read', 'fs_a_b'])
+    const { host, parent } = await hostWith(tools)
+    expect(await host.spawn.run({ prompt: 'call fs_files_read {}', parent })).toMatchObject({ stopReason: 'completed' })
+    expect(called).toEqual(['files.read'])
+    listed = ['files.read', 'files_read']
+    await expect(mcpTools(client)).rejects.toMatchObject({
+      code: 'ERR_SUBAGENT_DEFINITION',
+      message: 'MCP tools "files.read" and "files_read" would both be the host tool "files_read": leave one of them out by filtering what the client\'s listTools returns',
+    })
+  })
+
   it('refuses a recursive schema, a $ref out of the document and one still outside the subset, naming the tool', async () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ type: 'object', $defs: { Node: { type: 'object', properties: { next: { $ref: '#/$defs/Node' } } } }, properties: { head: { $ref: '#/$defs/Node' } } }, /recursive \(#\/\$defs\/Node refers to itself\)/],

@@ -176,9 +176,12 @@ export function argumentValidator(schema: object): ValidateFunction {
   return validate
 }
 
-/** Every violation in Ajv's own words, as an MCP client is told of invalid arguments. */
+/** Every violation in Ajv's own words, as an MCP client is told of invalid arguments; an unknown property named, which Ajv's words leave out. */
 export function argumentErrorsText(validate: ValidateFunction): string {
-  return ajv.errorsText(validate.errors, { dataVar: 'arguments' })
+  const errors = validate.errors?.map((error) =>
+    error.keyword === 'additionalProperties' ? { ...error, message: `must NOT have the unknown property "${String(error.params['additionalProperty'])}"` } : error,
+  )
+  return ajv.errorsText(errors, { dataVar: 'arguments' })
 }
 
 /** The first violation, naming the field and the rule: `unknown property "x"`, `missing property "prompt"`, `arguments.n must be integer`. */
