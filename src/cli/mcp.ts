@@ -71,7 +71,14 @@ function registerModel(host: Host, values: ReturnType<typeof parse>): AgentOptio
   }
   if (values.model === undefined) throw new UsageError('--openai-base-url needs --model NAME (the model to ask there)')
   const apiKey = process.env.OPENAI_API_KEY
-  host.models.register('openai', new OpenAICompatibleModel({ baseUrl, ...(apiKey ? { apiKey } : {}) }))
+  let model: OpenAICompatibleModel
+  try {
+    model = new OpenAICompatibleModel({ baseUrl, ...(apiKey ? { apiKey } : {}) })
+  } catch (error) {
+    // The flag's value, refused by the model: the command line's mistake (exit 2), named as the flag.
+    throw new UsageError(`--openai-base-url ${JSON.stringify(baseUrl)}: ${(error as Error).message}`)
+  }
+  host.models.register('openai', model)
   return { provider: 'openai', model: values.model }
 }
 

@@ -86,4 +86,8 @@ it('a bad command line exits 2 saying what to give', async () => {
   const failed = (args: string[]) => promisify(execFile)(process.execPath, [MAIN, 'mcp', ...args]).then(() => undefined, (error: { code: number; stderr: string }) => error)
   expect(await failed(['--isolation', 'thread'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--isolation must be worker, process or inline, not "thread"') })
   expect(await failed(['--openai-base-url', 'http://127.0.0.1:1/v1'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--openai-base-url needs --model NAME') })
+  expect(await failed(['--openai-base-url', 'not a url', '--model', 'm'])).toMatchObject({
+    code: 2,
+    stderr: expect.stringContaining('--openai-base-url "not a url": OpenAICompatibleModel needs a baseUrl starting with http:// or https://'),
+  })
 })
