@@ -64,12 +64,9 @@ export function delegationTool(host: DelegationHost, config: DelegationToolConfi
     throw subagentError('ERR_SUBAGENT_ARGUMENT', 'delegationTool parent must be an agent view { id, options, session: { header, events } }')
   }
   if (parentId !== undefined && (typeof parentId !== 'string' || parentId === '')) throw subagentError('ERR_SUBAGENT_ARGUMENT', 'delegationTool parentId must be a non-empty string')
-  // (A parentId may name an agent of the host, whose options the children then inherit.)
-  if (parent === undefined && parentId === undefined && toolConfig.agentOptions?.provider === undefined) {
-    throw subagentError('ERR_SUBAGENT_ARGUMENT',
-      'delegationTool needs agentOptions.provider (the registered model its children talk to): a parent built from AI SDK messages has no model of this library for them to inherit',
-    )
-  }
+  // Config as createSubagentTool's: without agentOptions.provider (or a parent whose model the
+  // children inherit), a child has no model, and the model reads that in the call's failure
+  // (CONTRACT.md §1.6), as with the subagent tool itself.
   const id = parentId ?? `ai-sdk-${randomUUID()}`
   const parentOf: ParentOf = (options) => parent ?? parentFromMessages(host, options.messages, { id })
   if (outputSchema === undefined) return progressTool(host, toolConfig, parentOf)

@@ -66,6 +66,13 @@ describe.each(TRANSPORTS)('delegationTool [%s]', (transport) => {
       noChildren()
     })
 
+    it('config as createSubagentTool\'s: without agentOptions.provider a child of a parent built from messages has no model, and the model reads so', async () => {
+      const subagent = delegationTool(host, { provider: 'spawn' })
+      const run = await generate(version, [call({ prompt: 'go' }), { text: 'parent done' }], { prompt: 'delegate', tools: { subagent } })
+      expect(run.outcomes).toEqual([{ error: 'subagent run failed\nDiagnostic: the agent has no model: set options.provider to a registered model name' }])
+      noChildren()
+    })
+
     it('with outputSchema as JSON Schema the child reports a structured value, which the parent gets', async () => {
       const child = scripted([toolCallResponse('s1', 'structured_output', { city: 'Paris', population: 2100000 })])
       const extract = delegationTool(host, { provider: 'spawn', agentOptions: { provider: child.provider }, outputSchema: CITY })
@@ -158,7 +165,6 @@ describe.each(TRANSPORTS)('delegationTool [%s]', (transport) => {
   })
 
   it('refuses a config it cannot serve, saying what to do', () => {
-    expect(() => delegationTool(host, { provider: 'spawn' })).toThrow(/needs agentOptions.provider/)
     expect(() => delegationTool(host, { provider: 'spawn', agentOptions: { provider: 'x' }, outputSchema: CITY, enableRunInBackground: true })).toThrow(
       'delegationTool with outputSchema runs in the foreground only: leave enableRunInBackground unset or false',
     )

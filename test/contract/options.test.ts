@@ -46,6 +46,7 @@ describe.each(ISOLATIONS)('host options [%s]', (isolation) => {
     [{ pool: { env: ['A=B'] } }, 'pool.env', 'pool.env must be an object of exact values'],
     [{ isolation: 'thread' }, 'isolation', `isolation must be 'worker', 'inline' or 'process', not "thread"`],
     [{ agentModule: './agents.mjs' }, 'agentModule', "agentModule must be a URL (new URL('./agents.mjs', import.meta.url)) or an absolute path: a relative path is ambiguous"],
+    [{ agentModule: 'https://example.com/agents.mjs' }, 'agentModule', 'a string names a file (an absolute path or a file: URL); give any other URL as a URL object'],
   ])('%j is refused, naming %s', (options, option, message) => {
     const error = refused(options)
     expect(error).toBeInstanceOf(InvalidOptionError)

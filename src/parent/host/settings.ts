@@ -167,7 +167,8 @@ function checkedModuleUrl(specifier: unknown): URL {
   if (specifier instanceof URL) return specifier
   const expected = "a URL (new URL('./agents.mjs', import.meta.url)) or an absolute path"
   if (typeof specifier !== 'string' || specifier === '') throw new InvalidOptionError('agentModule', specifier, expected)
-  if (!isAbsolute(specifier) && !/^[a-z][a-z0-9+.-]+:/i.test(specifier)) throw new InvalidOptionError('agentModule', specifier, `${expected}: a relative path is ambiguous`)
+  if (/^[a-z][a-z0-9+.-]+:/i.test(specifier) && !specifier.startsWith('file:')) throw new InvalidOptionError('agentModule', specifier, `${expected}: a string names a file (an absolute path or a file: URL); give any other URL as a URL object`)
+  if (!isAbsolute(specifier) && !specifier.startsWith('file:')) throw new InvalidOptionError('agentModule', specifier, `${expected}: a relative path is ambiguous`)
   return agentModuleUrl(specifier)
 }
 
