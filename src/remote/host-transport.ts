@@ -142,12 +142,18 @@ class RemoteHostTransport implements ChildTransport {
    */
   async #built(child: RemoteChild, signal: AbortSignal): Promise<void> {
     const { placementTimeoutMs } = this.#settings
+    // One signal for both ends, made by hand: AbortSignal.any would tie one more signal to a
+    // caller's, which may be long-lived and shared by every start.
     const bound = new AbortController()
+    const follow = () => bound.abort(signal.reason)
+    if (signal.aborted) follow()
+    else signal.addEventListener('abort', follow, { once: true })
     const timer = setTimeout(() => bound.abort(notBuilt(placementTimeoutMs)), placementTimeoutMs)
     try {
-      await child.created(AbortSignal.any([signal, bound.signal]))
+      await child.created(bound.signal)
     } finally {
       clearTimeout(timer)
+      signal.removeEventListener('abort', follow)
     }
   }
 
