@@ -43,7 +43,9 @@ export const SessionHeader = closed(
 )
 export type SessionHeader = Wire<typeof SessionHeader>
 
-export const Usage = closed({ inputTokens: number, outputTokens: number })
+/** Counts no model reports below zero (a usage chunk's are checked the same way): a forged negative one is refused where it crosses. */
+const tokens = { type: 'number', minimum: 0 } as const
+export const Usage = closed({ inputTokens: tokens, outputTokens: tokens })
 export type Usage = Wire<typeof Usage>
 
 export const TurnEndReason = union(
