@@ -118,8 +118,13 @@ export class NodeLink {
     room.counted = Math.min(placed, room.placed)
   }
 
-  /** The node may not have the child it asked for: it lets its job go without building anything. */
+  /**
+   * The node may not have the child it asked for: it lets its job go without building anything.
+   * Not a child running on this link: no node takes a child it runs, so that take was posed by
+   * another client (the link's id and the node's are read off Redis), and a drop would end the child.
+   */
   refuse(child: string): void {
+    if (this.channel.hosts(child)) return
     this.channel.send({ type: 'drop', child })
   }
 

@@ -849,6 +849,23 @@ describe.skipIf(!BULLMQ)('bullmq transport on worker nodes', { timeout: 120_000 
     await taken.dispose()
   })
 
+  it('a take naming a child that runs on the link (another client posing as its node) is refused without a drop: the child is not let go', async ({ expect, onTestFinished }) => {
+    const my = scope(onTestFinished)
+    const queue = freshQueue()
+    const { host: h, parent } = my.host(queue, [], PATIENT)
+    const posed = await provenFake(queue, h, parent, 'posed', onTestFinished, (message) => {
+      if (message.type === 'create') return [{ type: 'created', child: message.child }]
+      return message.type === 'ping' ? [{ type: 'pong', n: (message as { n?: number }).n }] : []
+    })
+    const run = await posed.first
+    const pings = posed.fake.heard.filter(said('ping')).length
+    await posed.fake.send([{ type: 'take', child: run.id, token: 'guessed' }])
+    // The host reads a link's frames in order, and pings it on a timer: the next ping comes after any answer to the take.
+    await posed.fake.hearsTimes('ping', pings + 1)
+    expect(posed.fake.heard.filter((message) => message.type === 'drop' && (message as { child?: string }).child === run.id)).toEqual([])
+    await run.dispose()
+  })
+
   it('a node given a child that builds nothing, answering its pings all the while, fails the start after placementTimeoutMs and is told to drop it', async ({ expect, onTestFinished }) => {
     const my = scope(onTestFinished)
     const queue = freshQueue()

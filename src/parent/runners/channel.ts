@@ -194,6 +194,11 @@ export class RunnerChannel {
     this.outbox.push({ type: 'ping', n: ++this.#pings })
   }
 
+  /** Whether the child of this id is on this runner. */
+  hosts(id: string): boolean {
+    return this.#children.has(id)
+  }
+
   adopt(child: ChannelChild): void {
     this.#children.set(child.id, child)
     this.#options.changed()
