@@ -310,8 +310,9 @@ export class RunnerChannel {
         return this.#options.crashed(fromWireError(message.error))
       case 'ready':
         if (this.#phase.name === 'opening') return this.violation(`a 'ready' before its 'hello'`)
-        // The module's tools and hooks are said once: a second word would rewrite, mid-run, what the host offers its model and how it judges a move.
-        if (this.#phase.name !== 'greeted') return this.violation(`a second 'ready'`)
+        // The module's tools and hooks are said once: a later word may come (harmless) but is not
+        // believed, or it would rewrite mid-run what the host offers its model and how it judges a move.
+        if (this.#phase.name !== 'greeted') return
         this.#phase = { name: 'ready' }
         if (message.hooks) this.#hooks = new Set(message.hooks)
         if (message.tools) this.#tools = message.tools
