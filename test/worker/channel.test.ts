@@ -409,6 +409,15 @@ describe.each(POOLED)('%s transport', (isolation) => {
       }
     })
 
+    it.runIf(isolation === 'process')('a runner process whose pipe module code closed, and which never yields, is killed, not waited on for good: its child ends error saying so', async () => {
+      const { run } = workerHost([toolCallResponse('c', 'close_pipe', {}), textResponse('never')])
+      const { result } = await run()
+      expect(result).toMatchObject({
+        stopReason: 'error',
+        diagnostic: "the child's process closed its pipe to the host and did not exit within 1000 ms (something on it never yields), so it was killed",
+      })
+    })
+
     it.runIf(isolation === 'process')("a runner process has no IPC channel: module code cannot reach Node's own parser on the host (a `NODE_` message sent there crashed it)", async () => {
       const { run } = workerHost([toolCallResponse('i', 'ipc', {}), textResponse('done')])
       const { result, events } = await run()

@@ -21,6 +21,13 @@ const KIND: RunnerKind = { noun: 'child process', ended: 'killed' }
 /** The end of the process's stderr kept to name an out-of-memory death (V8 says so there). */
 const STDERR_TAIL_BYTES = 2048
 
+/**
+ * How long a process whose pipe ended may take to exit (its runner exits when its pipe goes)
+ * before it is killed: module code that closed the pipe and blocks the loop would otherwise keep
+ * it, and its children, for good, the heartbeat not judging a runner whose children run module code.
+ */
+const PIPE_END_EXIT_MS = 1000
+
 export interface ProcessSettings {
   /** The process's whole environment (never the host's). */
   env: Record<string, string>
@@ -49,6 +56,16 @@ export function openChildProcess(settings: ProcessSettings, events: EndpointEven
   const reader = new PipeReader(RUNNER_BOUNDS.pipeFrameBytes, events.frame, events.unreadable)
   pipe.on('data', (chunk: Buffer) => reader.push(chunk))
   pipe.on('error', () => {}) // a process going away breaks its pipe; its 'close' settles its children
+  let pipeLost: NodeJS.Timeout | undefined
+  let killedForPipe = false
+  pipe.once('end', () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    pipeLost = setTimeout(() => {
+      killedForPipe = true
+      child.kill('SIGKILL')
+    }, PIPE_END_EXIT_MS)
+  })
+  child.once('exit', () => clearTimeout(pipeLost))
   child.on('error', (error) => {
     // The process could not be started: no 'close' will follow. (A failed send is followed by one.)
     if (child.pid === undefined) {
@@ -75,7 +92,10 @@ export function openChildProcess(settings: ProcessSettings, events: EndpointEven
     },
     terminate: () => void child.kill('SIGKILL'),
     hold,
-    faultOf: (exit, crash) => faultOf(exit, crash, tail),
+    faultOf: (exit, crash) =>
+      killedForPipe
+        ? { stopReason: 'error', diagnostic: `the child's process closed its pipe to the host and did not exit within ${PIPE_END_EXIT_MS} ms (something on it never yields), so it was killed` }
+        : faultOf(exit, crash, tail),
   }
 }
 
