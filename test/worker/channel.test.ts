@@ -196,14 +196,20 @@ describe.each(POOLED)('%s transport', (isolation) => {
       expect(host.agents.list()).toHaveLength(1)
     })
 
-    it('a stray spin left by a finished child stops its runner answering: a mate waiting on its host model there is moved, and completes', async () => {
+    /** One runner for two children: the parent's script has a child leave a spin behind (`stray_spin`), once `go` is written, saying so in `marker`. */
+    async function strayHost() {
       const dir = await mkdtemp(join(tmpdir(), 'stray-spin-mate-'))
       const marker = join(dir, 'spinning')
       const go = join(dir, 'go')
-      const { host, parent } = workerHost([toolCallResponse('s', 'stray_spin', { marker, go }), textResponse('done')], {
+      const made = workerHost([toolCallResponse('s', 'stray_spin', { marker, go }), textResponse('done')], {
         pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 },
         ...(isolation === 'process' ? { sandbox: { fsRead: [dir], fsWrite: [dir] } } : {}),
       })
+      return { dir, marker, go, ...made }
+    }
+
+    it('a stray spin left by a finished child stops its runner answering: a mate waiting on its host model there is moved, and completes', async () => {
+      const { dir, marker, go, host, parent } = await strayHost()
       host.models.register('held', heldUntilMoved('waiting ', 'after the move'))
       const mate = await host.spawn.start({ prompt: 'wait', parent, signal: new AbortController().signal, agentOptions: { provider: 'held' } })
       await eventOf(mate, 'assistant/chunk')
@@ -219,13 +225,7 @@ describe.each(POOLED)('%s transport', (isolation) => {
     })
 
     it('a stray spin stops its runner answering: a mate waiting on a host tool there is moved, the tool runs once, and its result reaches the mate', async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'stray-spin-tool-mate-'))
-      const marker = join(dir, 'spinning')
-      const go = join(dir, 'go')
-      const { host, parent } = workerHost([toolCallResponse('s', 'stray_spin', { marker, go }), textResponse('done')], {
-        pool: { minThreads: 1, maxThreads: 1, childrenPerWorker: 2 },
-        ...(isolation === 'process' ? { sandbox: { fsRead: [dir], fsWrite: [dir] } } : {}),
-      })
+      const { dir, marker, go, host, parent } = await strayHost()
       const held = gate()
       const running = gate()
       let runs = 0
